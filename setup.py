@@ -1,0 +1,25 @@
+"""tfpipe: input pipelines that keep TensorFlow training busy."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="tfpipe",
+    version="0.1.0",
+    description="Fast, measured tf.data input pipelines for Estimator and Keras (audio first).",
+    long_description=open("README.md").read() if __import__("os").path.exists("README.md") else "",
+    long_description_content_type="text/markdown",
+    python_requires=">=3.9,<3.12",  # TensorFlow 2.15, the last release with tf.estimator
+    packages=find_packages(include=["tfpipe", "tfpipe.*", "estimator_demo", "estimator_demo.*"]),
+    install_requires=[
+        "tensorflow==2.15.*",
+        "tensorflow-estimator==2.15.*",
+        "numpy<2",  # TensorFlow 2.15 is built against NumPy 1.x
+        "librosa>=0.10,<0.12",
+        "soundfile>=0.12",
+        "absl-py>=1.0",
+        "tqdm>=4.60",
+        "matplotlib>=3.5",
+    ],
+    extras_require={"test": ["pytest>=7", "pytest-timeout>=2"]},
+    entry_points={"console_scripts": ["tfpipe=tfpipe.cli:main"]},
+)

@@ -1,0 +1,188 @@
+"""Frozen, validated configs: what the pipeline does and which features it makes.
+
+Every field carries its help text and allowed range in `metadata`, so validation
+here and the absl flags in `tfpipe.flags` come from one place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Optional
+
+
+def _field(default: Any, help: str, **limits: Any) -> Any:
+    """A dataclass field whose help and limits (min, max, choices) drive checks and flags."""
+    return dataclasses.field(default=default, metadata={"help": help, **limits})
+
+
+def _validate(config: Any) -> None:
+    """Raise ValueError naming the field, its value and the allowed range."""
+    name = type(config).__name__
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        meta = f.metadata
+        if value is None and f.default is None:
+            continue
+        kind = type(f.default) if f.default is not None else meta.get("type", float)
+        if kind is float:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        elif kind is int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, kind)
+        if not ok:
+            raise ValueError(f"{name}.{f.name}={value!r}: expected {kind.__name__}")
+        if "choices" in meta and value not in meta["choices"]:
+            raise ValueError(f"{name}.{f.name}={value!r}: allowed values are {', '.join(map(repr, meta['choices']))}")
+        if "min" in meta and value < meta["min"]:
+            raise ValueError(f"{name}.{f.name}={value!r}: must be >= {meta['min']}")
+        if "max" in meta and value > meta["max"]:
+            raise ValueError(f"{name}.{f.name}={value!r}: must be <= {meta['max']}")
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureConfig:
+    """Which features the pipeline computes from each clip.
+
+    The log-mel matches librosa's defaults (Slaney mel scale, Slaney-normalized
+    filters, centered periodic-Hann STFT with zero padding, power 2) followed by
+    log(mel + log_offset), so the "tf" and "librosa" backends agree.
+
+    Attributes:
+      sample_rate: Hz every clip must have (online) or is resampled to (prepare).
+      clip_seconds: clips are cropped or zero-padded to this length.
+      n_fft: FFT size and window length, in samples.
+      hop_length: samples between frames.
+      n_mels: mel bands.
+      fmin: lowest mel band edge, Hz.
+      fmax: highest mel band edge, Hz (None: sample_rate / 2).
+      log_offset: added before the log so silence stays finite.
+      backend: "tf" (in-graph tf.signal) or "librosa" (tf.numpy_function).
+      output: "log_mel" features, or the fixed-length "waveform" itself.
+    """
+
+    sample_rate: int = _field(16000, "Sample rate in Hz.", min=1000, max=384000)
+    clip_seconds: float = _field(1.0, "Clip length in seconds (crop or zero-pad).", min=0.01, max=600.0)
+    n_fft: int = _field(512, "FFT size and window length in samples.", min=16, max=65536)
+    hop_length: int = _field(160, "Samples between STFT frames.", min=1, max=65536)
+    n_mels: int = _field(64, "Number of mel bands.", min=1, max=512)
+    fmin: float = _field(0.0, "Lowest mel frequency in Hz.", min=0.0)
+    fmax: Optional[float] = _field(None, "Highest mel frequency in Hz (default: sample_rate/2).", min=1.0, type=float)
+    log_offset: float = _field(1e-6, "Offset added to mel power before the log.", min=1e-12)
+    backend: str = _field("tf", "Feature code: in-graph 'tf' or 'librosa' via numpy_function.", choices=("tf", "librosa"))
+    output: str = _field("log_mel", "What the pipeline yields: 'log_mel' or the raw 'waveform'.", choices=("log_mel", "waveform"))
+
+    def __post_init__(self):
+        _validate(self)
+        nyquist = self.sample_rate / 2
+        if self.fmax is not None and not self.fmin < self.fmax <= nyquist:
+            raise ValueError(f"FeatureConfig.fmax={self.fmax!r}: must be in ({self.fmin}, {nyquist}] "
+                             f"(above fmin, at most sample_rate/2)")
+        if self.fmin >= nyquist:
+            raise ValueError(f"FeatureConfig.fmin={self.fmin!r}: must be below sample_rate/2 = {nyquist}")
+        if self.hop_length > self.n_fft:
+            raise ValueError(f"FeatureConfig.hop_length={self.hop_length}: must be <= n_fft={self.n_fft}")
+
+    @property
+    def num_samples(self) -> int:
+        """Samples per clip after crop/pad."""
+        return int(round(self.sample_rate * self.clip_seconds))
+
+    @property
+    def num_frames(self) -> int:
+        """STFT frames per clip (centered frames, as librosa)."""
+        return 1 + self.num_samples // self.hop_length
+
+    @property
+    def feature_key(self) -> str:
+        return self.output
+
+    @property
+    def feature_shape(self) -> tuple[int, ...]:
+        """Shape of one example's features."""
+        if self.output == "waveform":
+            return (self.num_samples,)
+        return (self.num_frames, self.n_mels)
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineConfig:
+    """How the tf.data chain is built: one field per optimization.
+
+    Attributes:
+      repeat_before_shuffle: repeat the file list first, so shuffling never stalls
+        to refill at epoch ends (off: shuffle, then repeat after batching).
+      shuffle_filenames: shuffle the cheap path/shard list before reading (off:
+        shuffle decoded examples in a buffer of `shuffle_buffer`).
+      fuse_maps: one map does read+decode+features (off: separate maps).
+      parallel_map: maps run with num_parallel_calls=AUTOTUNE (off: sequential).
+      parallel_reads: shard files are read by a parallel interleave (off: one by one).
+      vectorize: batch first, then decode/parse and compute features on whole batches.
+      prefetch: prefetch(AUTOTUNE) at the end so input overlaps the train step.
+      deterministic: keep element order in parallel maps (train only; eval is always ordered).
+      cache: "" (off), "memory", or a file path: cache read examples before repeat.
+      prefetch_to_device: copy batches to /gpu:0 ahead of use where a GPU is visible
+        and the caller can consume device tensors (Keras; not Estimator's input_fn).
+      batch_size: examples per batch (per input pipeline / replica).
+      shuffle_buffer: examples held by the example-level shuffle; 0 = the whole set.
+      seed: shuffle seed (None: a fresh order every run).
+      drop_remainder: drop the last partial batch in train (eval always keeps it).
+      cycle_length: shard files read at once by the interleave.
+      data_service: "grpc://host:port" of a tf.data service dispatcher ("" = local).
+      data_service_mode: "distributed_epoch" (each example once per epoch across
+        consumers) or "parallel_epochs" (each worker produces the whole dataset).
+      data_service_job: shared job name so several consumers split one job ("" = own job).
+    """
+
+    repeat_before_shuffle: bool = _field(True, "Repeat before shuffling (no refill stall at epoch ends).")
+    shuffle_filenames: bool = _field(True, "Shuffle the file list instead of decoded examples.")
+    fuse_maps: bool = _field(True, "Fuse read, decode and features into one map.")
+    parallel_map: bool = _field(True, "Run maps with num_parallel_calls=AUTOTUNE.")
+    parallel_reads: bool = _field(True, "Read shard files with a parallel interleave.")
+    vectorize: bool = _field(True, "Batch first, then decode/parse and compute on whole batches.")
+    prefetch: bool = _field(True, "prefetch(AUTOTUNE) at the end of the chain.")
+    deterministic: bool = _field(False, "Keep element order in parallel train maps.")
+    cache: str = _field("", "Cache read examples: '' (off), 'memory' or a file path.")
+    prefetch_to_device: bool = _field(False, "Prefetch batches to /gpu:0 when one is visible (Keras only).")
+    batch_size: int = _field(64, "Examples per batch.", min=1, max=1 << 20)
+    shuffle_buffer: int = _field(1024, "Example shuffle buffer (0 = whole dataset).", min=0)
+    seed: Optional[int] = _field(None, "Shuffle seed (unset: new order each run).", min=0, type=int)
+    drop_remainder: bool = _field(True, "Drop the last partial batch in train mode.")
+    cycle_length: int = _field(4, "Shard files read concurrently.", min=1, max=1024)
+    data_service: str = _field("", "tf.data service dispatcher address, e.g. grpc://localhost:5050.")
+    data_service_mode: str = _field("distributed_epoch", "tf.data service processing mode.",
+                                    choices=("distributed_epoch", "parallel_epochs"))
+    data_service_job: str = _field("", "tf.data service job name shared by consumers.")
+
+    def __post_init__(self):
+        _validate(self)
+        if self.data_service and "://" not in self.data_service:
+            raise ValueError(f"PipelineConfig.data_service={self.data_service!r}: expected 'grpc://HOST:PORT'")
+
+    @classmethod
+    def optimized(cls, **overrides: Any) -> "PipelineConfig":
+        """repeat -> shuffle filenames -> fused parallel map -> batch -> prefetch, vectorized."""
+        return cls(**overrides)
+
+    @classmethod
+    def naive(cls, **overrides: Any) -> "PipelineConfig":
+        """The seed question's chain: map(read) -> shuffle(all) -> map(post) -> batch -> repeat."""
+        off = dict(repeat_before_shuffle=False, shuffle_filenames=False, fuse_maps=False,
+                   parallel_map=False, parallel_reads=False, vectorize=False, prefetch=False,
+                   deterministic=True, cache="", prefetch_to_device=False, shuffle_buffer=0)
+        return cls(**{**off, **overrides})
+
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> "PipelineConfig":
+        """`optimized` or `naive` by name."""
+        if name not in PRESETS:
+            raise ValueError(f"pipeline preset {name!r}: allowed values are {', '.join(PRESETS)}")
+        return getattr(cls, name)(**overrides)
+
+
+PRESETS = ("optimized", "naive")
+
+# Boolean PipelineConfig fields that switch one optimization on or off.
+TOGGLES = tuple(f.name for f in dataclasses.fields(PipelineConfig)
+                if isinstance(f.default, bool) and f.name != "drop_remainder")

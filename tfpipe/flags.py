@@ -1,0 +1,78 @@
+"""absl flags for every PipelineConfig and FeatureConfig field; flags -> configs.
+
+`--pipeline` picks the preset; each field flag left unset keeps the preset's value,
+so `--pipeline=naive --prefetch` is the naive chain plus prefetch. Flags are made
+from the dataclass fields, so a new config field is a new flag with no edit here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from absl import flags
+
+from tfpipe.config import PRESETS, FeatureConfig, PipelineConfig
+
+_CONFIGS = (PipelineConfig, FeatureConfig)
+
+
+def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
+    """Defines --pipeline and one flag per config field (idempotent per FlagValues)."""
+    if "pipeline" in flag_values:
+        return
+    flags.DEFINE_enum("pipeline", "optimized", PRESETS,
+                      "Preset the field flags start from: the optimized chain or the seed's naive one.",
+                      flag_values=flag_values)
+    for config in _CONFIGS:
+        for field in dataclasses.fields(config):
+            _define(field, config.__name__, flag_values)
+    flags.register_multi_flags_validator(
+        [f.name for c in _CONFIGS for f in dataclasses.fields(c)] + ["pipeline"],
+        _configs_valid, message="invalid tfpipe config", flag_values=flag_values)
+
+
+def _define(field: dataclasses.Field, owner: str, flag_values: flags.FlagValues) -> None:
+    meta = field.metadata
+    kind = type(field.default) if field.default is not None else meta.get("type", float)
+    help_text = f"{meta['help']} ({owner}.{field.name}; unset: the preset's value)"
+    kwargs = dict(default=None, help=help_text, flag_values=flag_values)
+    if kind is bool:
+        flags.DEFINE_boolean(field.name, **kwargs)
+    elif "choices" in meta:
+        flags.DEFINE_enum(field.name, enum_values=list(meta["choices"]), **kwargs)
+    elif kind is int:
+        flags.DEFINE_integer(field.name, lower_bound=meta.get("min"), upper_bound=meta.get("max"), **kwargs)
+    elif kind is float:
+        flags.DEFINE_float(field.name, lower_bound=meta.get("min"), upper_bound=meta.get("max"), **kwargs)
+    else:
+        flags.DEFINE_string(field.name, **kwargs)
+
+
+def _set_fields(config: type, values: dict) -> dict:
+    return {f.name: values[f.name] for f in dataclasses.fields(config) if values.get(f.name) is not None}
+
+
+def _configs_valid(values: dict) -> bool:
+    """Parse-time check: the flags must make valid configs (raises with the config's message)."""
+    try:
+        PipelineConfig.preset(values["pipeline"], **_set_fields(PipelineConfig, values))
+        FeatureConfig(**_set_fields(FeatureConfig, values))
+    except ValueError as e:
+        raise flags.ValidationError(str(e)) from e
+    return True
+
+
+def _values(flag_values: flags.FlagValues) -> dict[str, Any]:
+    return {name: flag_values[name].value for name in flag_values}
+
+
+def pipeline_config(flag_values: flags.FlagValues = flags.FLAGS) -> PipelineConfig:
+    """The PipelineConfig the parsed flags describe."""
+    values = _values(flag_values)
+    return PipelineConfig.preset(values["pipeline"], **_set_fields(PipelineConfig, values))
+
+
+def feature_config(flag_values: flags.FlagValues = flags.FLAGS) -> FeatureConfig:
+    """The FeatureConfig the parsed flags describe."""
+    return FeatureConfig(**_set_fields(FeatureConfig, _values(flag_values)))
