@@ -1,0 +1,130 @@
+"""Finding examples (folder, CSV, shard folder) and the up-front wav header check."""
+
+import json
+import re
+import os
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from conftest import make_corpus, write_tone
+from tfpipe import sources
+from tfpipe.config import FeatureConfig
+from tfpipe.errors import DataError
+
+
+def test_folder_classes_are_sorted_subfolders(tmp_path):
+    root = make_corpus(tmp_path / "d", classes=("zebra", "ant", "mole"), per_class=2)
+    os.makedirs(tmp_path / "d" / "empty")
+    src = sources.find_examples(root)
+    assert src.kind == "wav" and src.class_names == ("ant", "mole", "zebra")
+    assert len(src.paths) == 6 and src.num_examples == 6
+    for path, label in zip(src.paths, src.labels):
+        assert os.path.basename(os.path.dirname(path)) == src.class_names[label]
+
+
+def test_csv_manifest_resolves_relative_paths_against_its_folder(tmp_path):
+    make_corpus(tmp_path / "audio", classes=("a", "b"), per_class=2)
+    manifest = tmp_path / "audio" / "list.csv"
+    manifest.write_text("path,label\na/a000.wav,yes\nb/b001.wav,no\na/a001.wav,yes\n")
+    src = sources.find_examples(str(manifest))
+    assert src.class_names == ("no", "yes")
+    assert [os.path.relpath(p, tmp_path / "audio") for p in src.paths] == ["b/b001.wav", "a/a000.wav", "a/a001.wav"]
+    assert src.labels == (0, 1, 1)
+
+
+@pytest.mark.parametrize("text, error, message", [
+    ("path,label,speaker\na/a000.wav,x,1\n", ValueError, r"unknown columns \['speaker'\]"),
+    ("file,class\na/a000.wav,x\n", ValueError, r"exactly 'path,label'"),
+    ("path,label\na/a000.wav,x\nmissing.wav,y\n", DataError, r"1 listed files do not exist, e\.g\. .*missing\.wav"),
+    ("path,label\na/a000.wav,x\na/a001.wav,x\n", ValueError, r"only one class \('x'\)"),
+])
+def test_bad_csv_manifests_are_clear_errors(tmp_path, text, error, message):
+    make_corpus(tmp_path, classes=("a",), per_class=2)
+    manifest = tmp_path / "m.csv"
+    manifest.write_text(text)
+    with pytest.raises(error, match=message):
+        sources.find_examples(str(manifest))
+
+
+def test_bad_folders_are_clear_errors(tmp_path):
+    os.makedirs(tmp_path / "empty")
+    with pytest.raises(ValueError, match=r"no \.wav files found"):
+        sources.find_examples(str(tmp_path / "empty"))
+    one = make_corpus(tmp_path / "one", classes=("only",), per_class=2)
+    with pytest.raises(ValueError, match=r"only one class \('only'\); a classifier needs at least two"):
+        sources.find_examples(one)
+    stray = make_corpus(tmp_path / "stray", classes=("a", "b"), per_class=1)
+    write_tone(os.path.join(stray, "loose.wav"), 100)
+    with pytest.raises(ValueError, match=r"loose\.wav is not inside a class folder"):
+        sources.find_examples(stray)
+    with pytest.raises(ValueError, match=r"no such file or folder"):
+        sources.find_examples(str(tmp_path / "nope"))
+
+
+def test_shard_folder_is_recognized_by_its_index(tmp_path):
+    (tmp_path / "train-00000-of-00001.tfrecord").write_bytes(b"")
+    (tmp_path / "tfpipe.json").write_text(json.dumps({
+        "format": "tfpipe-shards", "version": 1, "num_examples": 3, "class_names": ["a", "b"],
+        "shards": [{"file": "train-00000-of-00001.tfrecord", "num_examples": 3}]}))
+    src = sources.find_examples(str(tmp_path))
+    assert src.kind == "shards" and src.num_examples == 3 and src.class_names == ("a", "b")
+    os.remove(tmp_path / "train-00000-of-00001.tfrecord")
+    with pytest.raises(DataError, match=r"1 shard files .* missing.*rerun the same tfpipe prepare"):
+        sources.find_examples(str(tmp_path))
+
+
+def test_holdout_split_is_stable_disjoint_and_complete(tmp_path):
+    src = sources.find_examples(make_corpus(tmp_path / "d", classes=("a", "b"), per_class=30))
+    train, held = src.split(0.2)
+    assert set(train.paths).isdisjoint(held.paths)
+    assert sorted(train.paths + held.paths) == sorted(src.paths)
+    assert 3 <= len(held.paths) <= 21 and train.class_names == src.class_names
+    again_train, again_held = sources.find_examples(str(tmp_path / "d")).split(0.2)
+    assert again_held.paths == held.paths  # by path hash: never moves between runs
+    for path, label in zip(held.paths, held.labels):
+        assert src.labels[src.paths.index(path)] == label
+
+
+def _write(path, data, rate, subtype):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    sf.write(path, data, rate, subtype=subtype)
+    return path
+
+
+@pytest.mark.parametrize("kind, found", [
+    ("pcm24", r"24-bit PCM, not 16-bit PCM"),
+    ("float", r"32-bit float, not 16-bit PCM"),
+    ("stereo", r"2 channels, not mono"),
+    ("rate", r"sample rate 44100 Hz, expected 16000 Hz"),
+    ("empty", r"not a RIFF/WAVE file \(empty file\)"),
+    ("text", r"not a RIFF/WAVE file"),
+    ("no_samples", r"empty \(no samples\)"),
+    ("truncated", r"truncated, no data chunk"),
+])
+def test_unreadable_wavs_fail_up_front_naming_file_found_and_fix(tmp_path, kind, found):
+    x = np.zeros(1600, np.float32)
+    path = str(tmp_path / "a" / f"{kind}.wav")
+    if kind == "pcm24":
+        _write(path, x, 16000, "PCM_24")
+    elif kind == "float":
+        _write(path, x, 16000, "FLOAT")
+    elif kind == "stereo":
+        _write(path, np.stack([x, x], 1), 16000, "PCM_16")
+    elif kind == "rate":
+        _write(path, x, 44100, "PCM_16")
+    elif kind == "no_samples":
+        _write(path, x[:0], 16000, "PCM_16")
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        content = {"empty": b"", "text": b"hello, not audio", "truncated": b"RIFF\x24\x00\x00\x00WAVEfmt "}[kind]
+        open(path, "wb").write(content)
+    good = write_tone(str(tmp_path / "a" / "good.wav"), 440)
+    with pytest.raises(DataError) as e:
+        sources.scan_wavs([good, path], FeatureConfig())
+    message = str(e.value)
+    assert f"{path}: " in message and "good.wav" not in message
+    assert "1 of 2 wav files" in message
+    assert re.search(found, message), message
+    assert "tfpipe prepare" in message and "--sample_rate 16000" in message
