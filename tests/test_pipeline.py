@@ -1,0 +1,214 @@
+"""build_dataset: the ordered chain, each toggle's effect, modes, exactly-once eval."""
+
+import collections
+import dataclasses
+
+import numpy as np
+import pytest
+import soundfile as sf
+import tensorflow as tf
+
+from conftest import make_corpus, write_tone
+from tfpipe import audio, sources
+from tfpipe.config import TOGGLES, FeatureConfig, PipelineConfig
+from tfpipe.errors import DataError
+from tfpipe.pipeline import build_dataset, dataset_ops
+
+FEAT = FeatureConfig(clip_seconds=0.25)  # the corpus clips are 0.25 s: 26 frames x 64 mels
+OPT = PipelineConfig.optimized(batch_size=5, seed=7)
+NAIVE = PipelineConfig.naive(batch_size=5, seed=7)
+
+
+def _eval(data, pipeline=OPT, features=FEAT, **kwargs):
+    batches = list(build_dataset(data, "eval", pipeline, features, **kwargs).as_numpy_iterator())
+    return batches
+
+
+def _reference(src, features=FEAT):
+    """Per-file log-mel computed independently: soundfile decode + librosa features."""
+    out = []
+    for path in src.paths:
+        wave, _ = sf.read(path, dtype="float32")
+        wave = np.pad(wave[:features.num_samples], (0, max(0, features.num_samples - wave.size)))
+        out.append(audio.log_mel_librosa(wave, features))
+    return np.stack(out)
+
+
+def _key(example):
+    """Identifies an example by its features (each test file has its own frequency)."""
+    return round(float(np.mean(example)), 3)
+
+
+def test_eval_yields_every_file_once_in_order_with_partial_last_batch(corpus):
+    src = sources.find_examples(corpus)
+    batches = _eval(corpus)
+    assert [len(labels) for _, labels in batches] == [5, 5, 2]  # 12 files, last partial batch kept
+    got = np.concatenate([f["log_mel"] for f, _ in batches])
+    np.testing.assert_array_equal(np.concatenate([l for _, l in batches]), src.labels)
+    np.testing.assert_allclose(got, _reference(src), atol=1e-3)
+
+
+@pytest.mark.parametrize("toggle", [t for t in TOGGLES])
+def test_each_toggle_changes_speed_not_results(corpus, toggle):
+    flipped = dataclasses.replace(OPT, **{toggle: getattr(NAIVE, toggle)})
+    base = _eval(corpus)
+    other = _eval(corpus, flipped)
+    for (f1, l1), (f2, l2) in zip(base, other, strict=True):
+        np.testing.assert_array_equal(l1, l2)
+        np.testing.assert_allclose(f1["log_mel"], f2["log_mel"], atol=1e-5)
+
+
+def _ops(corpus, pipeline, mode="train"):
+    return dataset_ops(build_dataset(corpus, mode, pipeline, FEAT))
+
+
+def _maps(ops):
+    return [i for i, op in enumerate(ops) if "MapDataset" in op]
+
+
+def test_optimized_chain_is_repeat_shuffle_map_batch_map_prefetch(corpus):
+    assert _ops(corpus, OPT) == ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3", "ParallelMapDatasetV2",
+                                 "BatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset", "OptionsDataset"]
+
+
+def test_naive_chain_is_the_seed_questions(corpus):
+    assert _ops(corpus, NAIVE) == ["TensorSliceDataset", "MapDataset", "ShuffleDatasetV3", "MapDataset",
+                                   "BatchDatasetV2", "RepeatDataset", "OptionsDataset"]
+
+
+def test_repeat_before_shuffle_moves_repeat_and_removes_epoch_end_partial_batches(corpus):
+    on, off = (dataclasses.replace(NAIVE, drop_remainder=False, repeat_before_shuffle=v) for v in (True, False))
+    ops_on, ops_off = _ops(corpus, on), _ops(corpus, off)
+    assert ops_on.index("RepeatDataset") < ops_on.index("ShuffleDatasetV3")
+    assert ops_off.index("RepeatDataset") > ops_off.index("BatchDatasetV2")
+    sizes = lambda p: [len(l) for _, l in build_dataset(corpus, "train", p, FEAT).take(6).as_numpy_iterator()]
+    assert sizes(off) == [5, 5, 2, 5, 5, 2]  # each epoch ends in a partial batch
+    assert sizes(on) == [5] * 6  # one endless stream
+
+
+def test_shuffle_filenames_shuffles_paths_before_reading(corpus):
+    on = _ops(corpus, OPT)
+    off = _ops(corpus, dataclasses.replace(OPT, shuffle_filenames=False))
+    assert on.index("ShuffleDatasetV3") < _maps(on)[0]
+    assert off.index("ShuffleDatasetV3") > _maps(off)[0]
+
+
+def test_fuse_maps_runs_one_map_per_side_of_batch(corpus):
+    assert len(_maps(_ops(corpus, OPT))) == 2  # read | batch | decode+features
+    assert len(_maps(_ops(corpus, dataclasses.replace(OPT, fuse_maps=False)))) == 3
+    assert len(_maps(_ops(corpus, dataclasses.replace(NAIVE, fuse_maps=True)))) == 1  # read+decode+features
+    assert len(_maps(_ops(corpus, NAIVE))) == 2  # the seed's read map and post-process map
+
+
+def test_parallel_map_switches_every_map(corpus):
+    ops_on, ops_off = _ops(corpus, OPT), _ops(corpus, dataclasses.replace(OPT, parallel_map=False))
+    assert {ops_on[i] for i in _maps(ops_on)} == {"ParallelMapDatasetV2"}
+    assert {ops_off[i] for i in _maps(ops_off)} == {"MapDataset"}
+    options = build_dataset(corpus, "train", dataclasses.replace(OPT, parallel_map=False), FEAT).options()
+    assert options.experimental_optimization.map_parallelization is False  # tf.data must not undo the toggle
+
+
+def test_vectorize_computes_features_on_whole_batches(corpus):
+    on, off = _ops(corpus, OPT), _ops(corpus, dataclasses.replace(OPT, vectorize=False))
+    assert _maps(on)[-1] > on.index("BatchDatasetV2")
+    assert _maps(off)[-1] < off.index("BatchDatasetV2")
+
+
+def test_prefetch_is_the_last_step(corpus):
+    assert _ops(corpus, OPT)[-2] == "PrefetchDataset"
+    assert "PrefetchDataset" not in _ops(corpus, dataclasses.replace(OPT, prefetch=False))
+
+
+def test_deterministic_orders_parallel_train_maps_and_seed_fixes_the_order(corpus):
+    ordered = dataclasses.replace(OPT, deterministic=True)
+    assert build_dataset(corpus, "train", ordered, FEAT).options().deterministic is True
+    assert build_dataset(corpus, "train", OPT, FEAT).options().deterministic is False
+    assert build_dataset(corpus, "eval", OPT, FEAT).options().deterministic is True  # eval is always ordered
+
+    def labels(p):
+        return [list(l) for _, l in build_dataset(corpus, "train", p, FEAT).take(4).as_numpy_iterator()]
+
+    assert labels(ordered) == labels(ordered)
+    assert labels(ordered) != labels(dataclasses.replace(ordered, seed=8))
+
+
+def test_cache_caches_read_examples_before_repeat(corpus, tmp_path):
+    cache_file = str(tmp_path / "cache" / "examples")
+    tmp_path.joinpath("cache").mkdir()
+    ops = _ops(corpus, dataclasses.replace(OPT, cache="memory"))
+    assert ops.index("CacheDatasetV2") < ops.index("RepeatDataset") and ops.index("CacheDatasetV2") > _maps(ops)[0]
+    cached = dataclasses.replace(OPT, cache=cache_file)
+    assert [len(l) for _, l in _eval(corpus, cached)] == [5, 5, 2]
+    assert any(p.name.startswith("examples") for p in (tmp_path / "cache").iterdir())
+    ds = build_dataset(corpus, "train", cached, FEAT)
+    seen = collections.Counter(_key(x) for f, _ in ds.take(12).as_numpy_iterator() for x in f["log_mel"])
+    assert sum(seen.values()) == 60 and len(seen) == 12  # every file, from the cache, in every epoch
+
+
+def test_prefetch_to_device_is_a_no_op_without_a_gpu(corpus):
+    assert not tf.config.list_logical_devices("GPU")
+    assert _ops(corpus, dataclasses.replace(OPT, prefetch_to_device=True)) == _ops(corpus, OPT)
+
+
+def test_train_batches_have_documented_shapes_and_dtypes_and_never_end(corpus):
+    ds = build_dataset(corpus, "train", OPT, FEAT)
+    assert ds.element_spec[0]["log_mel"].shape == (5, 26, 64) and ds.element_spec[0]["log_mel"].dtype == tf.float32
+    assert ds.element_spec[1].shape == (5,) and ds.element_spec[1].dtype == tf.int64
+    counts = collections.Counter(_key(x) for f, _ in ds.take(24).as_numpy_iterator() for x in f["log_mel"])
+    assert sum(counts.values()) == 120 and len(counts) == 12  # 10 epochs' worth, every file seen
+    assert min(counts.values()) >= 8  # repeat-then-shuffle blurs epoch ends by at most one epoch
+
+
+def test_modes_accept_estimator_mode_keys_and_predict_yields_features_only(corpus):
+    predicted = list(build_dataset(corpus, "infer", OPT, FEAT).as_numpy_iterator())
+    assert isinstance(predicted[0], dict) and [len(b["log_mel"]) for b in predicted] == [5, 5, 2]
+    assert len(list(build_dataset(corpus, "eval", OPT, FEAT))) == 3
+    with pytest.raises(ValueError, match=r"mode='fit': allowed values are 'train', 'eval', 'predict'"):
+        build_dataset(corpus, "fit", OPT, FEAT)
+
+
+def test_input_contexts_read_disjoint_files_that_cover_the_set(corpus):
+    seen = []
+    for i in range(3):
+        ctx = tf.distribute.InputContext(num_input_pipelines=3, input_pipeline_id=i)
+        batches = list(build_dataset(corpus, "eval", OPT, FEAT, input_context=ctx).as_numpy_iterator())
+        seen.append({_key(x) for f, _ in batches for x in f["log_mel"]})
+    assert [len(s) for s in seen] == [4, 4, 4]
+    assert len(set.union(*seen)) == 12
+
+
+def test_fewer_files_than_input_pipelines_is_a_clear_error(corpus):
+    ctx = tf.distribute.InputContext(num_input_pipelines=13, input_pipeline_id=0)
+    with pytest.raises(ValueError, match=r"12 files but 13 input pipelines.*tfpipe prepare --num_shards 13"):
+        build_dataset(corpus, "train", OPT, FEAT, input_context=ctx)
+
+
+def test_a_bad_wav_fails_when_the_dataset_is_built_not_inside_a_map(corpus):
+    bad = write_tone(f"{corpus}/b/loud_44k.wav", 500, sample_rate=44100)
+    with pytest.raises(DataError, match=rf"{bad}: sample rate 44100 Hz, expected 16000 Hz"):
+        build_dataset(corpus, "train", OPT, FEAT)
+
+
+def test_librosa_backend_and_waveform_output(corpus):
+    tf_feats = np.concatenate([f["log_mel"] for f, _ in _eval(corpus)])
+    lib = _eval(corpus, NAIVE, dataclasses.replace(FEAT, backend="librosa"))
+    np.testing.assert_allclose(np.concatenate([f["log_mel"] for f, _ in lib]), tf_feats, atol=1e-3)
+    waves = _eval(corpus, OPT, dataclasses.replace(FEAT, output="waveform"))
+    assert set(waves[0][0]) == {"waveform"} and waves[0][0]["waveform"].shape == (5, 4000)
+
+
+def test_keras_fit_trains_on_the_same_dataset(corpus):
+    ds = build_dataset(corpus, "train", OPT, FEAT)
+    inputs = tf.keras.Input(shape=(26, 64), name="log_mel")
+    outputs = tf.keras.layers.Dense(3)(tf.keras.layers.GlobalAveragePooling1D()(inputs))
+    model = tf.keras.Model(inputs, outputs)
+    model.compile("adam", tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    history = model.fit(ds, steps_per_epoch=3, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+
+
+def test_csv_manifest_feeds_the_pipeline(tmp_path):
+    make_corpus(tmp_path, classes=("a", "b"), per_class=2)
+    (tmp_path / "m.csv").write_text("path,label\na/a000.wav,x\nb/b000.wav,y\nb/b001.wav,y\n")
+    labels = np.concatenate([l for _, l in _eval(str(tmp_path / "m.csv"))])
+    assert list(labels) == [0, 1, 1]
