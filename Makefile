@@ -3,7 +3,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat setup.py | cksum | cut -d' ' -f1)
 
-.PHONY: test demo bench clean
+.PHONY: test demo bench install clean
+
+install: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest tests
