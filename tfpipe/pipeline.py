@@ -187,7 +187,7 @@ def dataset_ops(ds: tf.data.Dataset) -> list[str]:
     ops, name = [], _output_node(graph)
     while name in nodes:
         node = nodes[name]
-        if node.op.endswith("Dataset") or "Dataset" in node.op:
+        if "Dataset" in node.op:
             ops.append(node.op)
         dataset_inputs = [i.split(":")[0].lstrip("^") for i in node.input]
         name = next((i for i in dataset_inputs if "Dataset" in nodes.get(i, node).op), None)
