@@ -1,0 +1,386 @@
+"""write_shards: decode any wav offline, compute features, write a shard plan with worker processes.
+
+Each worker process writes whole shards: every clip is decoded with soundfile (any
+PCM width, float, stereo mixed to mono), resampled with soxr when its rate differs,
+cropped/padded, and featurized in batches by the same `tfpipe.audio` code the online
+pipeline runs. A shard goes to a temp name, is fsynced and renamed when whole; then a
+sidecar `<shard>.json` records its size, sha256 and a key of its inputs, so a rerun of
+the same command skips shards that are complete. The index is written last.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import functools
+import glob
+import hashlib
+import json
+import math
+import multiprocessing
+import os
+import queue as queue_lib
+import re
+import time
+from typing import Callable, Optional, Sequence, Union
+
+import numpy as np
+
+from tfpipe import shards, sources
+from tfpipe.config import FeatureConfig
+from tfpipe.errors import DataError
+
+_CHUNK_EXAMPLES = 64  # clips featurized per call: amortizes TF dispatch, bounds worker memory
+_RESAMPLE_MARGIN_SECONDS = 0.05  # read past the crop so the resampler's filter sees real samples
+# libsndfile's log line for a data chunk longer than the file: "data : 32000 (should be 15978)".
+_SHORT_DATA = re.compile(r"^data\s*:\s*(\d+)\s*\(should be (\d+)\)", re.MULTILINE)
+_STREAMED_SIZES = (0, 0xFFFFFFFF)  # "length unknown" markers written by streaming recorders
+_READY = "ready"  # a worker's first message: TensorFlow loaded, feature function traced
+
+
+@dataclasses.dataclass(frozen=True)
+class WriteStats:
+    """What one `write_shards` call did.
+
+    Attributes:
+      seconds: wall time of the call.
+      startup_seconds: of which spent before every worker process was ready (TensorFlow
+        loaded, feature function traced); the rest is the steady-state writing time.
+      processed: examples decoded and featurized by this call.
+      resumed_shards: shards already complete from an earlier run (checked, not rewritten).
+      shards: shards this host is responsible for.
+    """
+
+    seconds: float
+    startup_seconds: float
+    processed: int
+    resumed_shards: int
+    shards: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _Job:
+    """Everything a worker process needs to write one shard (picklable)."""
+
+    spec: shards.ShardSpec
+    out_dir: str
+    paths: tuple[str, ...]
+    names: tuple[str, ...]
+    labels: tuple[int, ...]
+    num_classes: int
+    features: FeatureConfig
+    store: str
+    dtype: str
+    on_error: str
+
+
+def write_shards(data: Union[str, os.PathLike, sources.Source], out_dir: Union[str, os.PathLike],
+                 num_shards: int = 16, num_workers: int = 1, features: Optional[FeatureConfig] = None,
+                 store: str = "log_mel", split: str = "train", seed: int = 0, on_error: str = "fail",
+                 dtype: str = "float16", worker_index: int = 0, num_hosts: int = 1, *,
+                 progress: bool = True) -> dict:
+    """Converts a wav folder or CSV manifest into verified TFRecord shards plus tfpipe.json.
+
+    Args:
+      data: wav folder (one subfolder per class), CSV manifest (path,label) or a wav Source.
+      out_dir: shard folder to create or finish (a rerun skips shards already complete).
+      num_shards: shards in the whole dataset (over all hosts).
+      num_workers: worker processes, each writing whole shards; 0 runs in this process.
+      features: sample rate, clip length and log-mel settings; default FeatureConfig().
+      store: "log_mel" (features ready to train on) or "waveform" (fixed-length clips).
+      split: shard file name prefix.
+      seed: planner seed (which example goes to which shard, record order).
+      on_error: "fail" stops at the first unreadable file, naming it; "skip" lists it
+        in the index's `rejected` with the reason.
+      dtype: "float16" (half the disk and read bandwidth) or "float32" storage.
+      worker_index: this host's number when several hosts write one dataset.
+      num_hosts: hosts writing the dataset; host i writes shards i, i + num_hosts, ...
+        and a partial index; the last host to finish (or `tfpipe prepare --merge`) merges.
+      progress: show a tqdm progress bar.
+
+    Returns:
+      The index dict written to out_dir/tfpipe.json (with num_hosts > 1: this host's
+      partial index until every host has finished, then the merged index).
+
+    Raises:
+      ValueError: bad arguments.
+      DataError: an unreadable input with on_error="fail", naming the file.
+    """
+    return write_shards_with_stats(data, out_dir, num_shards, num_workers, features, store, split, seed,
+                                   on_error, dtype, worker_index, num_hosts, progress=progress)[0]
+
+
+def write_shards_with_stats(data: Union[str, os.PathLike, sources.Source], out_dir: Union[str, os.PathLike],
+                            num_shards: int = 16, num_workers: int = 1, features: Optional[FeatureConfig] = None,
+                            store: str = "log_mel", split: str = "train", seed: int = 0, on_error: str = "fail",
+                            dtype: str = "float16", worker_index: int = 0, num_hosts: int = 1, *,
+                            progress: bool = True) -> tuple[dict, WriteStats]:
+    """`write_shards`, also returning WriteStats (for the CLI's summary)."""
+    start = time.perf_counter()
+    features = features or FeatureConfig()
+    _check_args(num_workers, store, on_error, dtype, worker_index, num_hosts)
+    source = sources.find_examples(data)
+    if source.kind != "wav":
+        raise ValueError(f"{source.root}: already a shard folder; write_shards needs a wav folder or CSV")
+    out_dir = os.path.abspath(os.fspath(out_dir))
+    os.makedirs(out_dir, exist_ok=True)
+    base = source.root if os.path.isdir(source.root) else os.path.dirname(source.root)
+    names = [os.path.relpath(p, base) for p in source.paths]
+    plan = shards.plan_shards(source.labels, num_shards, seed=seed, split=split)
+    jobs = [_Job(spec, out_dir, tuple(source.paths[i] for i in spec.examples),
+                 tuple(names[i] for i in spec.examples), tuple(source.labels[i] for i in spec.examples),
+                 len(source.class_names), features, store, dtype, on_error)
+            for spec in plan[worker_index::num_hosts]]
+    manifests, ready = _run_jobs(jobs, num_workers, progress)
+
+    stored = dataclasses.replace(features, output=store)  # store names a FeatureConfig.output value
+    header = {"format": shards.FORMAT, "version": shards.VERSION, "split": split,
+              "class_names": list(source.class_names), "features": dataclasses.asdict(features),
+              "store": store, "dtype": dtype, "shape": list(stored.feature_shape)}
+    rejected = sorted((r for m in manifests for r in m["rejected"]), key=lambda r: r["path"])
+    index = shards.make_index(header, manifests, rejected)
+    shards.check_counts(index, sum(len(job.spec.examples) for job in jobs))
+    if num_hosts == 1:
+        shards.write_json_atomic(os.path.join(out_dir, shards.INDEX_NAME), index)
+    else:
+        part = {**index, "host": [worker_index, num_hosts], "found": sum(len(j.spec.examples) for j in jobs)}
+        shards.write_json_atomic(os.path.join(out_dir, shards.part_name(worker_index, num_hosts)), part)
+        parts = glob.glob(os.path.join(out_dir, f"tfpipe.part-*-of-{num_hosts:05d}.json"))
+        index = shards.merge_index(out_dir) if len(parts) == num_hosts else part
+    resumed = sum(m["resumed"] for m in manifests)
+    processed = sum(len(j.spec.examples) for j, m in zip(jobs, manifests) if not m["resumed"])
+    return index, WriteStats(time.perf_counter() - start, ready - start, processed, resumed, len(jobs))
+
+
+def _check_args(num_workers, store, on_error, dtype, worker_index, num_hosts) -> None:
+    """ValueError naming the argument, its value and what is allowed."""
+    for name, value, allowed in (("store", store, shards.STORES), ("on_error", on_error, ("fail", "skip")),
+                                 ("dtype", dtype, shards.DTYPES)):
+        if value not in allowed:
+            raise ValueError(f"{name}={value!r}: allowed values are {', '.join(map(repr, allowed))}")
+    if num_workers < 0:
+        raise ValueError(f"num_workers={num_workers}: must be >= 0 (0 = write in this process)")
+    if num_hosts < 1 or not 0 <= worker_index < num_hosts:
+        raise ValueError(f"worker_index={worker_index}, num_hosts={num_hosts}: need 0 <= worker_index < num_hosts")
+
+
+# --- running the jobs ----------------------------------------------------------------------
+
+_report: Callable[[int], None] = lambda n: None  # noqa: E731  (set per worker process by _init_worker)
+
+
+def _run_jobs(jobs: Sequence[_Job], num_workers: int, progress: bool) -> tuple[list[dict], float]:
+    """Runs every job (in worker processes unless num_workers == 0).
+
+    Returns:
+      The manifests in job order, and the time.perf_counter() when every worker was ready.
+    """
+    from tqdm import tqdm
+
+    total = sum(len(job.spec.examples) for job in jobs)
+    with tqdm(total=total, unit="clip", desc="tfpipe prepare", disable=not progress, smoothing=0.1) as bar:
+        if num_workers == 0:
+            ready = time.perf_counter()
+            return [write_shard(job, bar.update) for job in jobs], ready
+        context = multiprocessing.get_context("spawn")  # fork would copy TensorFlow's threads
+        done_queue = context.Queue()
+        workers = min(num_workers, len(jobs))
+        readiness = {"at": time.perf_counter()}
+        manifests: dict[int, dict] = {}
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                                                    initargs=(done_queue, jobs[0].features, jobs[0].store)) as pool:
+            futures = {pool.submit(_pool_job, job): job for job in jobs}
+            pending = set(futures)
+            while pending:
+                finished, pending = concurrent.futures.wait(pending, timeout=0.2,
+                                                            return_when=concurrent.futures.FIRST_COMPLETED)
+                _drain(done_queue, bar, readiness)
+                for future in finished:
+                    job = futures[future]
+                    try:
+                        manifests[job.spec.index] = future.result()
+                    except concurrent.futures.process.BrokenProcessPool as e:
+                        pool.shutdown(wait=False, cancel_futures=True)
+                        raise RuntimeError(f"a worker process died while writing {job.spec.file} (out of "
+                                           f"memory?); finished shards are kept: rerun the same command") from e
+                    except Exception:
+                        pool.shutdown(wait=False, cancel_futures=True)  # running shards still finish
+                        raise
+        _drain(done_queue, bar, readiness)
+        return [manifests[job.spec.index] for job in jobs], readiness["at"]
+
+
+def _drain(done_queue, bar, readiness: dict) -> None:
+    """Moves the workers' progress reports to the bar and notes when the last worker got ready."""
+    try:
+        while True:
+            message = done_queue.get_nowait()
+            if message == _READY:
+                readiness["at"] = time.perf_counter()
+            else:
+                bar.update(message)
+    except queue_lib.Empty:
+        pass
+
+
+def _init_worker(done_queue, features: FeatureConfig, store: str) -> None:
+    """Worker start-up: one TF thread per process (N workers use N cores without fighting), warm-up."""
+    global _report
+    _report = done_queue.put
+    import soundfile  # noqa: F401  (loaded now, so start-up is not counted as writing time)
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    if store == "log_mel":
+        _log_mel_fn(features)(np.zeros((1, features.num_samples), np.float32))
+    done_queue.put(_READY)
+
+
+def _pool_job(job: _Job) -> dict:
+    """write_shard in a worker process, reporting progress through the queue."""
+    return write_shard(job, _report)
+
+
+# --- one shard -----------------------------------------------------------------------------
+
+def write_shard(job: _Job, report: Callable[[int], None]) -> dict:
+    """Writes one shard atomically (or finds it complete); returns its manifest.
+
+    Raises:
+      DataError: an unreadable input with on_error="fail", naming the file and the shard.
+    """
+    import tensorflow as tf
+
+    final = os.path.join(job.out_dir, job.spec.file)
+    key = _job_key(job)
+    manifest = _complete_manifest(final, key)
+    if manifest:
+        report(len(job.spec.examples))
+        return {**manifest, "resumed": True}
+    for stale in glob.glob(os.path.join(job.out_dir, f".{job.spec.file}.tmp-*")):
+        os.remove(stale)  # left by a killed run; never visible under the final name
+    tmp = os.path.join(job.out_dir, f".{job.spec.file}.tmp-{os.getpid()}")
+    rejected, counts = [], np.zeros(job.num_classes, np.int64)
+    try:
+        with tf.io.TFRecordWriter(tmp) as writer:
+            for start in range(0, len(job.paths), _CHUNK_EXAMPLES):
+                chunk = range(start, min(start + _CHUNK_EXAMPLES, len(job.paths)))
+                clips, kept = [], []
+                for i in chunk:
+                    try:
+                        clips.append(load_clip(job.paths[i], job.features))
+                        kept.append(i)
+                    except DataError as e:
+                        if job.on_error == "fail":
+                            raise DataError(f"{e} (writing {job.spec.file}; rerun with --on_error=skip to list "
+                                            f"such files as rejected instead)") from None
+                        rejected.append({"path": job.names[i], "reason": str(e).split(": ", 1)[-1]})
+                for i, values in zip(kept, _featurize(clips, job)):
+                    writer.write(_example(job.store, values.tobytes(), job.labels[i], job.names[i]))
+                    counts[job.labels[i]] += 1
+                report(len(chunk))
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        manifest = {"file": job.spec.file, "num_examples": len(job.paths) - len(rejected),
+                    "bytes": os.path.getsize(tmp), "sha256": shards.sha256_file(tmp), "key": key,
+                    "class_counts": counts.tolist(), "rejected": rejected}
+        os.replace(tmp, final)
+        shards.fsync_dir(job.out_dir)
+        shards.write_json_atomic(shards.sidecar_path(final), manifest)  # written after the shard: sidecar => complete
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return {**manifest, "resumed": False}
+
+
+def _job_key(job: _Job) -> str:
+    """Identifies what a shard was made from; a sidecar with another key belongs to another command."""
+    inputs = [(name, label, os.stat(path).st_size, os.stat(path).st_mtime_ns)
+              for path, name, label in zip(job.paths, job.names, job.labels)]
+    settings = [shards.VERSION, dataclasses.asdict(job.features), job.store, job.dtype, job.on_error,
+                job.spec.file, inputs]
+    return hashlib.sha256(json.dumps(settings).encode()).hexdigest()
+
+
+def _complete_manifest(final: str, key: str) -> Optional[dict]:
+    """The sidecar of a complete shard made from the same inputs, re-hashed; else None."""
+    try:
+        with open(shards.sidecar_path(final)) as f:
+            manifest = json.load(f)
+        if (manifest.get("key") == key and os.path.getsize(final) == manifest["bytes"]
+                and shards.sha256_file(final) == manifest["sha256"]):
+            return manifest
+    except (OSError, ValueError, KeyError):
+        pass  # missing or partial: the shard is written again
+    return None
+
+
+def _example(store: str, values: bytes, label: int, name: str) -> bytes:
+    """One serialized tf.train.Example (deterministic bytes, so reruns hash the same)."""
+    import tensorflow as tf
+
+    feature = {store: tf.train.Feature(bytes_list=tf.train.BytesList(value=[values])),
+               shards.LABEL_KEY: tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+               shards.PATH_KEY: tf.train.Feature(bytes_list=tf.train.BytesList(value=[name.encode()]))}
+    example = tf.train.Example(features=tf.train.Features(feature=feature))
+    return example.SerializeToString(deterministic=True)
+
+
+def _featurize(clips: Sequence[np.ndarray], job: _Job) -> np.ndarray:
+    """[len(clips), *shape] stored values: clips zero-padded to one batch, then log-mel if stored."""
+    batch = np.zeros((len(clips), job.features.num_samples), np.float32)
+    for row, clip in zip(batch, clips):
+        row[:clip.size] = clip  # clips arrive cropped; the rest stays zero, as audio.fix_length pads
+    if job.store == "log_mel" and clips:
+        batch = _log_mel_fn(job.features)(batch).numpy()
+    return batch.astype(np.dtype(job.dtype).newbyteorder("<"))
+
+
+@functools.lru_cache(maxsize=None)
+def _log_mel_fn(features: FeatureConfig):
+    """audio.compute_features as one traced function over [batch, samples] (no per-op eager cost)."""
+    import tensorflow as tf
+
+    from tfpipe import audio
+
+    log_mel = dataclasses.replace(features, output="log_mel")
+    return tf.function(lambda w: audio.compute_features(w, log_mel), autograph=False,
+                       input_signature=[tf.TensorSpec([None, features.num_samples], tf.float32)])
+
+
+# --- decoding ------------------------------------------------------------------------------
+
+def load_clip(path: str, features: FeatureConfig) -> np.ndarray:
+    """Decodes any wav soundfile reads, mixed to mono, resampled and cropped to features' clip.
+
+    Returns:
+      float32 [<= features.num_samples] (shorter clips are zero-padded when batched).
+
+    Raises:
+      DataError: empty, truncated or unreadable file, naming it.
+    """
+    import soundfile
+
+    try:
+        if os.path.getsize(path) == 0:
+            raise DataError(f"{path}: empty file (0 bytes); remove it or copy it again")
+        with soundfile.SoundFile(path) as f:  # one open for header checks and samples
+            short = _SHORT_DATA.search(f.extra_info or "")
+            if short and int(short.group(1)) not in _STREAMED_SIZES:
+                raise DataError(f"{path}: truncated: the header promises {short.group(1)} bytes of samples but "
+                                f"the file holds {short.group(2)}; copy or export it again")
+            if f.frames == 0:
+                raise DataError(f"{path}: empty: no samples; remove it or record it again")
+            rate, wanted = f.samplerate, math.ceil(features.clip_seconds * f.samplerate)
+            if rate != features.sample_rate:
+                wanted += math.ceil(_RESAMPLE_MARGIN_SECONDS * rate)
+            samples = f.read(frames=min(wanted, f.frames), dtype="float32", always_2d=True)
+    except (RuntimeError, OSError) as e:  # soundfile's errors subclass RuntimeError
+        raise DataError(f"{path}: not readable audio ({e}); remove it or convert it to wav") from e
+    mono = samples.mean(axis=1) if samples.shape[1] > 1 else samples[:, 0]
+    if rate != features.sample_rate:
+        import librosa
+
+        mono = librosa.resample(mono, orig_sr=rate, target_sr=features.sample_rate, res_type="soxr_hq")
+    return np.ascontiguousarray(mono[:features.num_samples], np.float32)
