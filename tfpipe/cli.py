@@ -39,15 +39,31 @@ def quiet_tensorflow() -> None:
 # --- synth ---------------------------------------------------------------------
 
 def _define_synth() -> None:
-    flags.DEFINE_string("output", None, "Folder to write the corpus to (one subfolder per class).", required=True)
+    flags.DEFINE_string("output", None, "Folder to write the corpus to (one subfolder per class).",
+                        required=True)
     flags.DEFINE_integer("per_class", 100, "Clips per class.", lower_bound=1)
-    flags.DEFINE_integer("sample_rate", 16000, "Sample rate in Hz.", lower_bound=1000)
-    flags.DEFINE_float("clip_seconds", 1.0, "Clip length in seconds.", lower_bound=0.05)
+    flags.DEFINE_integer("sample_rate", 16000, "Sample rate in Hz (at least 8000: the sounds span "
+                         "90 Hz to 3.6 kHz or more).", lower_bound=8000)
+    flags.DEFINE_float("clip_seconds", 1.0, "Clip length in seconds (events last 40-90% of it).",
+                       lower_bound=0.5)
     flags.DEFINE_integer("seed", 0, "Corpus seed: the same seed writes the same files.", lower_bound=0)
 
 
 def _run_synth(argv: Sequence[str]) -> None:
-    raise NotImplementedError("tfpipe synth: being built (issue 5)")
+    from tfpipe import synthetic
+
+    if argv:
+        sys.exit(f"tfpipe synth: unexpected arguments {' '.join(argv)}; pass --output DIR [--per_class N]")
+    try:
+        source = synthetic.write_corpus(FLAGS.output, per_class=FLAGS.per_class,
+                                        sample_rate=FLAGS.sample_rate, clip_seconds=FLAGS.clip_seconds,
+                                        seed=FLAGS.seed)
+    except ValueError as e:
+        sys.exit(f"tfpipe synth: {e}")
+    print(f"{source.num_examples} clips ({len(source.class_names)} classes x {FLAGS.per_class}: "
+          f"{', '.join(source.class_names)}), 16-bit PCM mono at {FLAGS.sample_rate} Hz, in {source.root}")
+    print(f"train on it: python -m estimator_demo --data {source.root}   or shard it: "
+          f"tfpipe prepare --input {source.root} --output SHARDS")
 
 
 # --- prepare / inspect -----------------------------------------------------------

@@ -6,7 +6,7 @@ Nothing here imports tf.estimator, so Keras users of tfpipe never load it.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
@@ -40,3 +40,38 @@ def make_input_fn(data: Data, mode: str = "train", pipeline: Optional[PipelineCo
         return build_dataset(data, mode, config, features, input_context, allow_device_prefetch=False)
 
     return input_fn
+
+
+def serving_input_receiver_fn(features: Optional[FeatureConfig] = None, *,
+                              fixed_length: bool = False) -> Callable[[], Any]:
+    """Returns a `serving_input_receiver_fn` for export: raw waveforms in, the training features out.
+
+    The exported signature takes `{"waveform": float32 [batch, samples]}`: mono
+    samples in [-1, 1) at `features.sample_rate` (what soundfile or
+    tf.audio.decode_wav give). Each row is cropped or zero-padded to
+    `features.num_samples` (`tfpipe.audio.fix_length`) and turned into features by
+    `tfpipe.audio.compute_features`, the code the input pipeline runs, so the served
+    model sees exactly what it was trained on. A "librosa" FeatureConfig is served
+    with the "tf" backend: a SavedModel cannot carry Python code, and the two
+    backends compute the same log-mel.
+
+    Args:
+      features: the FeatureConfig the model was trained with (default FeatureConfig()).
+      fixed_length: the signature then requires exactly `num_samples` per row
+        (otherwise any length is accepted).
+
+    Returns:
+      A zero-argument function for `Estimator.export_saved_model` or
+      `tf.estimator.FinalExporter`, returning a `tf.estimator.export.ServingInputReceiver`.
+    """
+    features = features or FeatureConfig()
+    in_graph = dataclasses.replace(features, backend="tf")
+
+    def receiver_fn():
+        length = features.num_samples if fixed_length else None
+        waveform = tf.compat.v1.placeholder(tf.float32, [None, length], name="waveform")
+        fixed = audio.fix_length(waveform, features.num_samples)
+        return tf.estimator.export.ServingInputReceiver(  # tf.estimator loads here, on first use
+            {features.feature_key: audio.compute_features(fixed, in_graph)}, {"waveform": waveform})
+
+    return receiver_fn

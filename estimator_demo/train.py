@@ -1,0 +1,325 @@
+"""python -m estimator_demo: absl flags -> data -> shards -> train_and_evaluate -> export -> reload, predict.
+
+With no --data it writes the synthetic corpus (tfpipe.synthetic) into
+<model_dir>/corpus; a wav folder or CSV given with --data is used as is. Either
+way a held-out split (a hash of each path, stable across runs) is set aside unless
+--eval_data is given, both sides are sharded (resampled, converted) into
+<model_dir>/shards/{train,eval} (complete shards are reused on the next run), and
+the Estimator trains on the shards with the pipeline the tfpipe flags describe
+(--pipeline=naive|optimized, --[no]prefetch, --batch_size, ...). The run ends by
+exporting a SavedModel that takes raw waveforms, reloading it with
+tf.saved_model.load, and predicting a few held-out files.
+
+This is the only module of the demo that reads absl flags.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # must happen before TensorFlow loads
+
+import dataclasses  # noqa: E402
+import glob  # noqa: E402
+import math  # noqa: E402
+import shutil  # noqa: E402
+import time  # noqa: E402
+from typing import Optional, Sequence  # noqa: E402
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from absl import app, flags, logging  # noqa: E402
+
+import tfpipe  # noqa: E402
+from estimator_demo import hooks, model  # noqa: E402
+from tfpipe import flags as tfpipe_flags  # noqa: E402
+from tfpipe import synthetic  # noqa: E402
+from tfpipe.config import FeatureConfig, PipelineConfig  # noqa: E402
+from tfpipe.sources import Source, find_examples  # noqa: E402
+
+FLAGS = flags.FLAGS
+
+tfpipe_flags.define_flags()
+flags.DEFINE_string("data", None, "Training data: a wav folder (one subfolder per class), a CSV manifest "
+                    "(path,label) or a shard folder. Unset: the synthetic demo corpus.")
+flags.DEFINE_string("eval_data", None, "Held-out data, same forms as --data. "
+                    "Unset: --eval_fraction of --data.")
+flags.DEFINE_float("eval_fraction", 0.2, "Share of --data held out for eval, chosen by a hash of each path.",
+                   lower_bound=0.01, upper_bound=0.9)
+flags.DEFINE_string("model_dir", os.path.join("runs", "demo"),
+                    "Checkpoints, TensorBoard summaries, the SavedModel, and the corpus and shards.")
+flags.DEFINE_integer("train_steps", 300, "Training steps (batches).", lower_bound=1)
+flags.DEFINE_integer("evals", 3, "Evaluations on the held-out set during training; the last one ends it.",
+                     lower_bound=1)
+flags.DEFINE_float("learning_rate", 2e-3, "Adam learning rate.", lower_bound=0.0)
+flags.DEFINE_boolean("resume", False, "Continue from the checkpoints in --model_dir. Default: start over "
+                     "(the previous run's checkpoints, summaries and exports are deleted; corpus and "
+                     "shards are kept).")
+flags.DEFINE_enum("store", "log_mel", ["log_mel", "waveform"], "What the shards hold: log-mel ready to train "
+                  "on, or waveforms (the pipeline then computes the log-mel on every read).")
+flags.DEFINE_integer("num_shards", 16, "Training shards to write (eval gets a quarter as many).",
+                     lower_bound=1)
+flags.DEFINE_integer("shard_workers", 2, "Processes writing shards (0: in this process).", lower_bound=0)
+flags.DEFINE_enum("on_error", "fail", ["fail", "skip"], "An unreadable wav: stop naming it, or skip it "
+                  "(listed in the shard index's 'rejected' and counted in the summary).")
+flags.DEFINE_integer("per_class", 200, "Synthetic corpus (no --data): clips per class.", lower_bound=4)
+flags.DEFINE_integer("corpus_seed", 0, "Synthetic corpus (no --data): the seed it is generated from.",
+                     lower_bound=0)
+flags.DEFINE_integer("predict_files", 8, "Held-out files the reloaded SavedModel predicts at the end.",
+                     lower_bound=0)
+
+# What a run leaves in model_dir that the next run, starting over, removes.
+_RUN_ARTIFACTS = ("checkpoint", "graph.pbtxt", "model.ckpt-*", "events.out.tfevents.*", "eval", "export")
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoData:
+    """Train and eval data as the Estimator reads them.
+
+    Attributes:
+      train: shard folder (or any data build_dataset reads) for training.
+      eval: the same for evaluation.
+      class_names: label id -> name, shared by both.
+      eval_files: held-out wav files (path, label) to predict at the end; empty when
+        eval data is a shard folder (shards hold features, not waveforms).
+      description: one line on where the data came from.
+    """
+
+    train: str
+    eval: str
+    class_names: tuple[str, ...]
+    eval_files: tuple[tuple[str, int], ...]
+    description: str
+
+
+def prepare_data(data: Optional[str], eval_data: Optional[str], eval_fraction: float, work_dir: str,
+                 features: FeatureConfig, *, store: str = "log_mel", num_shards: int = 16,
+                 shard_workers: int = 2, on_error: str = "fail", per_class: int = 200,
+                 corpus_seed: int = 0) -> DemoData:
+    """Finds or generates the data, holds out eval, shards both sides into work_dir/shards.
+
+    Raises:
+      ValueError / tfpipe.DataError: unusable data, naming the file and the fix.
+    """
+    if data is None:
+        corpus_dir = os.path.join(work_dir, "corpus")
+        print(f"[data] synthetic corpus: {len(synthetic.CLASS_NAMES)} classes x {per_class} clips "
+              f"in {corpus_dir}")
+        source = synthetic.write_corpus(corpus_dir, per_class=per_class, sample_rate=features.sample_rate,
+                                        clip_seconds=features.clip_seconds, seed=corpus_seed)
+        origin = f"synthetic corpus ({corpus_dir})"
+    else:
+        source = find_examples(data)
+        origin = source.root
+    if eval_data is not None:
+        train_src, eval_src = source, find_examples(eval_data)
+    elif source.kind == "shards":
+        raise ValueError(f"{source.root}: a shard folder cannot be split into train and eval after it is "
+                         f"written; pass --eval_data with a held-out shard folder (or give --data the wav "
+                         f"folder)")
+    else:
+        train_src, eval_src = source.split(eval_fraction)
+    if tuple(eval_src.class_names) != tuple(train_src.class_names):
+        raise ValueError(f"{eval_src.root}: classes {list(eval_src.class_names)} differ from the training "
+                         f"data's {list(train_src.class_names)}; eval data needs the same class folders "
+                         f"or labels")
+    train = _sharded(train_src, os.path.join(work_dir, "shards", "train"), "train", features, store,
+                     num_shards, shard_workers, on_error)
+    held = _sharded(eval_src, os.path.join(work_dir, "shards", "eval"), "eval", features, store,
+                    max(1, num_shards // 4), shard_workers, on_error)
+    eval_files = tuple(zip(eval_src.paths, eval_src.labels)) if eval_src.kind == "wav" else ()
+    description = (f"{origin}: {_count(train)} train / {_count(held)} eval examples, "
+                   f"{len(train_src.class_names)} classes")
+    return DemoData(train, held, tuple(train_src.class_names), eval_files, description)
+
+
+def _sharded(source: Source, out_dir: str, split: str, features: FeatureConfig, store: str,
+             num_shards: int, workers: int, on_error: str) -> str:
+    """The shard folder for `source` (written, or finished if a run was interrupted)."""
+    if source.kind == "shards":
+        return source.root
+    num_shards = min(num_shards, len(source.paths))
+    print(f"[data] sharding {len(source.paths)} {split} clips into {out_dir} "
+          f"({num_shards} shards, store={store})")
+    index = tfpipe.write_shards(source, out_dir, num_shards=num_shards, num_workers=workers,
+                                features=features, store=store, split=split, on_error=on_error)
+    if index["rejected"]:
+        first = index["rejected"][0]
+        print(f"[data] {len(index['rejected'])} of {len(source.paths)} {split} files rejected (each listed "
+              f"with its reason in {os.path.join(out_dir, 'tfpipe.json')}), e.g. {first['path']}: "
+              f"{first['reason']}")
+    return out_dir
+
+
+def _count(data: str) -> int:
+    return find_examples(data).num_examples
+
+
+def run_config(model_dir: str, train_steps: int, evals: int, seed: Optional[int]) -> tf.estimator.RunConfig:
+    """Checkpoints (each one evaluated) `evals` times per run; MirroredStrategy on more than one GPU.
+
+    A single GPU needs no strategy: the Estimator places the model's ops on it.
+    """
+    gpus = tf.config.list_physical_devices("GPU")
+    strategy = tf.distribute.MirroredStrategy() if len(gpus) > 1 else None
+    every = max(1, math.ceil(train_steps / evals))
+    return tf.estimator.RunConfig(
+        model_dir=model_dir, tf_random_seed=seed, save_checkpoints_steps=every, keep_checkpoint_max=2,
+        save_summary_steps=max(1, min(50, every)), log_step_count_steps=max(1, min(100, every)),
+        train_distribute=strategy, eval_distribute=strategy,
+        session_config=tf.compat.v1.ConfigProto(allow_soft_placement=True))
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainResult:
+    """What train_and_evaluate reported.
+
+    Attributes:
+      metrics: the final evaluation's metrics (accuracy, loss, global_step).
+      export_dir: the SavedModel directory.
+      speed: InputWaitHook's measurements (examples/s, input-wait share).
+      evals: (step, accuracy) of every evaluation during the run.
+    """
+
+    metrics: dict
+    export_dir: str
+    speed: hooks.InputWaitStats
+    evals: tuple[tuple[int, float], ...]
+
+
+def train_and_evaluate(data: DemoData, pipeline: PipelineConfig, features: FeatureConfig, model_dir: str, *,
+                       train_steps: int = 300, evals: int = 3, learning_rate: float = 2e-3,
+                       resume: bool = False) -> TrainResult:
+    """Trains with tf.estimator.train_and_evaluate on tfpipe input_fns and exports a SavedModel."""
+    if not resume:
+        clear_run(model_dir)
+    params = {"class_names": data.class_names, "features": features, "learning_rate": learning_rate}
+    estimator = tf.estimator.Estimator(model.model_fn, config=run_config(model_dir, train_steps, evals,
+                                                                          pipeline.seed), params=params)
+    speed = hooks.InputWaitHook(warmup_steps=min(10, train_steps // 10),
+                                every_n_steps=max(1, math.ceil(train_steps / 6)))
+    eval_report = hooks.EvalReportHook()
+    train_spec = tf.estimator.TrainSpec(tfpipe.make_input_fn(data.train, "train", pipeline, features),
+                                        max_steps=train_steps, hooks=[speed])
+    exporter = tf.estimator.FinalExporter("demo", tfpipe.serving_input_receiver_fn(features))
+    eval_spec = tf.estimator.EvalSpec(tfpipe.make_input_fn(data.eval, "eval", pipeline, features), steps=None,
+                                      exporters=[exporter], hooks=[eval_report], start_delay_secs=0,
+                                      throttle_secs=0)
+    metrics, exports = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+    export_dir = exports[0].decode() if isinstance(exports[0], bytes) else exports[0]
+    return TrainResult(metrics, export_dir, speed.stats, tuple(eval_report.history))
+
+
+def clear_run(model_dir: str) -> None:
+    """Deletes what an earlier run left in model_dir (checkpoints, summaries, exports), nothing else."""
+    for pattern in _RUN_ARTIFACTS:
+        for path in glob.glob(os.path.join(model_dir, pattern)):
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            else:
+                os.remove(path)
+
+
+def predict_saved_model(export_dir: str, files: Sequence[tuple[str, int]],
+                        features: FeatureConfig) -> list[tuple[str, int, str, float]]:
+    """Reloads the SavedModel with tf.saved_model.load and classifies raw waveforms of `files`.
+
+    Returns:
+      (path, true label, predicted class name, its probability) per file.
+    """
+    if not files:
+        return []
+    from tfpipe.shard_writer import load_clip  # decodes any wav the sharding accepts, at sample_rate
+
+    serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+    clips = [load_clip(path, features) for path, _ in files]
+    batch = np.zeros((len(clips), max(c.size for c in clips)), np.float32)
+    for row, clip in zip(batch, clips):
+        row[:clip.size] = clip
+    out = serve(waveform=tf.constant(batch))
+    names = [n.decode() for n in out["class_names"].numpy()]
+    confidence = out["probabilities"].numpy().max(axis=1)
+    return [(path, label, name, float(p)) for (path, label), name, p in zip(files, names, confidence)]
+
+
+def pick_files(files: Sequence[tuple[str, int]], n: int) -> list[tuple[str, int]]:
+    """Up to n files, taking classes in turn so every class shows up (deterministic)."""
+    by_class: dict[int, list] = {}
+    for path, label in files:
+        by_class.setdefault(label, []).append((path, label))
+    picked, queues = [], [iter(v) for _, v in sorted(by_class.items())]
+    while len(picked) < n and queues:
+        for queue in list(queues):
+            item = next(queue, None)
+            if item is None:
+                queues.remove(queue)
+            elif len(picked) < n:
+                picked.append(item)
+    return picked
+
+
+def main(argv: Sequence[str]) -> None:
+    """The demo, from flags to the printed summary."""
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments {' '.join(argv[1:])}; every option is a --flag")
+    from tfpipe.cli import quiet_tensorflow
+
+    quiet_tensorflow()
+    if os.environ.get("TF_CPP_MIN_LOG_LEVEL") != "0":
+        logging.set_verbosity(logging.WARNING)  # TensorFlow also logs through absl (e.g. SavedModel loading)
+    started = time.perf_counter()
+    pipeline, features = tfpipe_flags.pipeline_config(), tfpipe_flags.feature_config()
+    model_dir = os.path.abspath(FLAGS.model_dir)
+    data = prepare_data(FLAGS.data, FLAGS.eval_data, FLAGS.eval_fraction, model_dir, features,
+                        store=FLAGS.store, num_shards=FLAGS.num_shards, shard_workers=FLAGS.shard_workers,
+                        on_error=FLAGS.on_error, per_class=FLAGS.per_class, corpus_seed=FLAGS.corpus_seed)
+    print(f"[data] {data.description}")
+    print(f"[train] {FLAGS.train_steps} steps, --pipeline={FLAGS.pipeline} (batch {pipeline.batch_size}), "
+          f"model_dir {model_dir}")
+    result = train_and_evaluate(data, pipeline, features, model_dir, train_steps=FLAGS.train_steps,
+                                evals=FLAGS.evals, learning_rate=FLAGS.learning_rate, resume=FLAGS.resume)
+    predictions = predict_saved_model(result.export_dir, pick_files(data.eval_files, FLAGS.predict_files),
+                                      features)
+    print(summary(data, result, predictions, FLAGS.pipeline, time.perf_counter() - started))
+
+
+def summary(data: DemoData, result: TrainResult, predictions: Sequence[tuple[str, int, str, float]],
+            preset: str, seconds: float) -> str:
+    """The closing report: accuracy, speed, input wait, export path, predictions."""
+    speed = result.speed
+    lines = ["", "=" * 72, "estimator_demo summary", "=" * 72,
+             f"data               {data.description}",
+             f"held-out accuracy  {result.metrics['accuracy']:.3f}  (loss {result.metrics['loss']:.3f}, "
+             f"step {result.metrics['global_step']})"]
+    if speed.steps:
+        lines.append(f"training speed     {speed.examples_per_second:.0f} examples/s, input wait "
+                     f"{speed.input_wait_share:.1%} of step time  (--pipeline={preset}, {speed.steps} steps "
+                     f"measured)")
+    else:
+        lines.append("training speed     no steps trained (the checkpoint was already at --train_steps; "
+                     "drop --resume to start over)")
+    lines.append(f"SavedModel         {result.export_dir}")
+    if predictions:
+        lines.append("predictions        SavedModel reloaded with tf.saved_model.load, raw waveforms in:")
+        width = max(len(_short(p)) for p, *_ in predictions)
+        for path, label, name, p in predictions:
+            truth = data.class_names[label]
+            mark = "ok" if name == truth else "WRONG"
+            lines.append(f"  {_short(path):<{width}}  true {truth:<12} predicted {name:<12} "
+                         f"p={p:.2f}  {mark}")
+        right = sum(data.class_names[label] == name for _, label, name, _ in predictions)
+        lines.append(f"                   {right} of {len(predictions)} right")
+    else:
+        lines.append("predictions        skipped: the eval data is a shard folder (no waveforms to send)")
+    lines += [f"total time         {seconds:.0f} s", "=" * 72]
+    return "\n".join(lines)
+
+
+def _short(path: str) -> str:
+    """class_folder/file.wav: enough to recognise a file."""
+    return os.path.join(os.path.basename(os.path.dirname(path)), os.path.basename(path))
+
+
+def run() -> None:
+    """Entry point of `python -m estimator_demo`."""
+    app.run(main)
