@@ -39,34 +39,48 @@ from tfpipe.sources import Source, find_examples  # noqa: E402
 
 FLAGS = flags.FLAGS
 
-tfpipe_flags.define_flags()
-flags.DEFINE_string("data", None, "Training data: a wav folder (one subfolder per class), a CSV manifest "
-                    "(path,label) or a shard folder. Unset: the synthetic demo corpus.")
-flags.DEFINE_string("eval_data", None, "Held-out data, same forms as --data. "
-                    "Unset: --eval_fraction of --data.")
-flags.DEFINE_float("eval_fraction", 0.2, "Share of --data held out for eval, chosen by a hash of each path.",
-                   lower_bound=0.01, upper_bound=0.9)
-flags.DEFINE_string("model_dir", os.path.join("runs", "demo"),
-                    "Checkpoints, TensorBoard summaries, the SavedModel, and the corpus and shards.")
-flags.DEFINE_integer("train_steps", 300, "Training steps (batches).", lower_bound=1)
-flags.DEFINE_integer("evals", 3, "Evaluations on the held-out set during training; the last one ends it.",
-                     lower_bound=1)
-flags.DEFINE_float("learning_rate", 2e-3, "Adam learning rate.", lower_bound=0.0)
-flags.DEFINE_boolean("resume", False, "Continue from the checkpoints in --model_dir. Default: start over "
-                     "(the previous run's checkpoints, summaries and exports are deleted; corpus and "
-                     "shards are kept).")
-flags.DEFINE_enum("store", "log_mel", ["log_mel", "waveform"], "What the shards hold: log-mel ready to train "
-                  "on, or waveforms (the pipeline then computes the log-mel on every read).")
-flags.DEFINE_integer("num_shards", 16, "Training shards to write (eval gets a quarter as many).",
-                     lower_bound=1)
-flags.DEFINE_integer("shard_workers", 2, "Processes writing shards (0: in this process).", lower_bound=0)
-flags.DEFINE_enum("on_error", "fail", ["fail", "skip"], "An unreadable wav: stop naming it, or skip it "
-                  "(listed in the shard index's 'rejected' and counted in the summary).")
-flags.DEFINE_integer("per_class", 200, "Synthetic corpus (no --data): clips per class.", lower_bound=4)
-flags.DEFINE_integer("corpus_seed", 0, "Synthetic corpus (no --data): the seed it is generated from.",
-                     lower_bound=0)
-flags.DEFINE_integer("predict_files", 8, "Held-out files the reloaded SavedModel predicts at the end.",
-                     lower_bound=0)
+
+def define_flags(flag_values: flags.FlagValues = FLAGS) -> None:
+    """Defines the tfpipe pipeline and feature flags and the demo's own (idempotent).
+
+    Called by `run()`, so importing this module defines no flags.
+    """
+    if "train_steps" in flag_values:
+        return
+    tfpipe_flags.define_flags(flag_values)
+    fv = {"flag_values": flag_values}
+    flags.DEFINE_string("data", None, "Training data: a wav folder (one subfolder per class), a CSV "
+                        "manifest (path,label) or a shard folder. Unset: the synthetic demo corpus.", **fv)
+    flags.DEFINE_string("eval_data", None, "Held-out data, same forms as --data. "
+                        "Unset: --eval_fraction of --data.", **fv)
+    flags.DEFINE_float("eval_fraction", 0.2, "Share of --data held out for eval, chosen by a hash of each "
+                       "path.", lower_bound=0.01, upper_bound=0.9, **fv)
+    flags.DEFINE_string("model_dir", os.path.join("runs", "demo"), "Checkpoints, TensorBoard summaries, "
+                        "the SavedModel, and the corpus and shards.", **fv)
+    flags.DEFINE_integer("train_steps", 400, "Training steps (batches).", lower_bound=1, **fv)
+    flags.DEFINE_integer("evals", 4, "Evaluations on the held-out set during training; the last one ends it.",
+                         lower_bound=1, **fv)
+    flags.DEFINE_float("learning_rate", 2e-3, "Adam learning rate.", lower_bound=0.0, **fv)
+    flags.DEFINE_boolean("resume", False, "Continue from the checkpoints in --model_dir. Default: start "
+                         "over (the previous run's checkpoints, summaries and exports are deleted; corpus "
+                         "and shards are kept).", **fv)
+    flags.DEFINE_enum("store", "waveform", ["log_mel", "waveform"], "What the shards hold: waveforms (the "
+                      "pipeline computes the log-mel on every read, so --pipeline matters) or log-mel.",
+                      **fv)
+    flags.DEFINE_integer("num_shards", 16, "Training shards to write (eval gets a quarter as many).",
+                         lower_bound=1, **fv)
+    flags.DEFINE_integer("shard_workers", 0, "Processes writing shards (0: in this process, the fastest "
+                         "for small data: each worker process starts its own TensorFlow).", lower_bound=0,
+                         **fv)
+    flags.DEFINE_enum("on_error", "fail", ["fail", "skip"], "An unreadable wav: stop naming it, or skip it "
+                      "(listed in the shard index's 'rejected' and counted in the summary).", **fv)
+    flags.DEFINE_integer("per_class", 250, "Synthetic corpus (no --data): clips per class.", lower_bound=4,
+                         **fv)
+    flags.DEFINE_integer("corpus_seed", 0, "Synthetic corpus (no --data): the seed it is generated from.",
+                         lower_bound=0, **fv)
+    flags.DEFINE_integer("predict_files", 8, "Held-out files the reloaded SavedModel predicts at the end.",
+                         lower_bound=0, **fv)
+
 
 # What a run leaves in model_dir that the next run, starting over, removes.
 _RUN_ARTIFACTS = ("checkpoint", "graph.pbtxt", "model.ckpt-*", "events.out.tfevents.*", "eval", "export")
@@ -93,10 +107,28 @@ class DemoData:
 
 
 def prepare_data(data: Optional[str], eval_data: Optional[str], eval_fraction: float, work_dir: str,
-                 features: FeatureConfig, *, store: str = "log_mel", num_shards: int = 16,
-                 shard_workers: int = 2, on_error: str = "fail", per_class: int = 200,
+                 features: FeatureConfig, *, store: str = "waveform", num_shards: int = 16,
+                 shard_workers: int = 0, on_error: str = "fail", per_class: int = 250,
                  corpus_seed: int = 0) -> DemoData:
     """Finds or generates the data, holds out eval, shards both sides into work_dir/shards.
+
+    Args:
+      data: wav folder, CSV manifest or shard folder; None writes the synthetic corpus
+        into work_dir/corpus.
+      eval_data: held-out data in the same forms; None holds out `eval_fraction` of
+        `data` by a hash of each file's path (the same files on every run).
+      eval_fraction: share held out when eval_data is None.
+      work_dir: where the corpus and shards/{train,eval} go (complete shards are reused).
+      features: sample rate, clip length and log-mel settings of the shards.
+      store: "waveform" or "log_mel" (see tfpipe.write_shards).
+      num_shards: training shards; eval gets a quarter as many.
+      shard_workers: shard-writing processes (0: this process).
+      on_error: "fail" or "skip" an unreadable file (skipped files are listed and counted).
+      per_class: synthetic corpus size per class.
+      corpus_seed: synthetic corpus seed.
+
+    Returns:
+      DemoData: the shard folders to train and evaluate on, class names, held-out wavs.
 
     Raises:
       ValueError / tfpipe.DataError: unusable data, naming the file and the fix.
@@ -158,7 +190,16 @@ def _count(data: str) -> int:
 def run_config(model_dir: str, train_steps: int, evals: int, seed: Optional[int]) -> tf.estimator.RunConfig:
     """Checkpoints (each one evaluated) `evals` times per run; MirroredStrategy on more than one GPU.
 
-    A single GPU needs no strategy: the Estimator places the model's ops on it.
+    A single GPU needs no strategy: TensorFlow places the model's ops on it.
+
+    Args:
+      model_dir: the Estimator's model_dir.
+      train_steps: the run's length in steps.
+      evals: checkpoints per run, each followed by an evaluation (EvalSpec.throttle_secs=0).
+      seed: graph-level random seed (None: random).
+
+    Returns:
+      The RunConfig.
     """
     gpus = tf.config.list_physical_devices("GPU")
     strategy = tf.distribute.MirroredStrategy() if len(gpus) > 1 else None
@@ -188,9 +229,23 @@ class TrainResult:
 
 
 def train_and_evaluate(data: DemoData, pipeline: PipelineConfig, features: FeatureConfig, model_dir: str, *,
-                       train_steps: int = 300, evals: int = 3, learning_rate: float = 2e-3,
+                       train_steps: int = 400, evals: int = 4, learning_rate: float = 2e-3,
                        resume: bool = False) -> TrainResult:
-    """Trains with tf.estimator.train_and_evaluate on tfpipe input_fns and exports a SavedModel."""
+    """Trains with tf.estimator.train_and_evaluate on tfpipe input_fns and exports a SavedModel.
+
+    Args:
+      data: from prepare_data.
+      pipeline: the input pipeline for training (evaluation is one ordered pass whatever it says).
+      features: the FeatureConfig of the data; the SavedModel computes the same features.
+      model_dir: the Estimator's model_dir.
+      train_steps: steps to train to (global step).
+      evals: evaluations on the held-out data, evenly spaced; the last one at the end.
+      learning_rate: Adam learning rate.
+      resume: continue from model_dir's checkpoints instead of starting over.
+
+    Returns:
+      TrainResult: final metrics, SavedModel path, examples/s and input wait, eval history.
+    """
     if not resume:
         clear_run(model_dir)
     params = {"class_names": data.class_names, "features": features, "learning_rate": learning_rate}
@@ -223,6 +278,12 @@ def clear_run(model_dir: str) -> None:
 def predict_saved_model(export_dir: str, files: Sequence[tuple[str, int]],
                         features: FeatureConfig) -> list[tuple[str, int, str, float]]:
     """Reloads the SavedModel with tf.saved_model.load and classifies raw waveforms of `files`.
+
+    Args:
+      export_dir: a SavedModel exported with tfpipe.serving_input_receiver_fn.
+      files: (wav path, label id) pairs; any wav the sharding reads (resampled to
+        features.sample_rate, mixed to mono).
+      features: the FeatureConfig the model was trained with.
 
     Returns:
       (path, true label, predicted class name, its probability) per file.
@@ -295,6 +356,9 @@ def summary(data: DemoData, result: TrainResult, predictions: Sequence[tuple[str
         lines.append(f"training speed     {speed.examples_per_second:.0f} examples/s, input wait "
                      f"{speed.input_wait_share:.1%} of step time  (--pipeline={preset}, {speed.steps} steps "
                      f"measured)")
+        other = "naive" if preset == "optimized" else "optimized"
+        lines.append(f"A/B                python -m estimator_demo --pipeline={other}  (same data and model; "
+                     f"compare examples/s and input wait)")
     else:
         lines.append("training speed     no steps trained (the checkpoint was already at --train_steps; "
                      "drop --resume to start over)")
@@ -322,4 +386,5 @@ def _short(path: str) -> str:
 
 def run() -> None:
     """Entry point of `python -m estimator_demo`."""
+    define_flags()
     app.run(main)
