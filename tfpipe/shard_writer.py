@@ -296,8 +296,8 @@ def write_shard(job: _Job, report: Callable[[int], None]) -> dict:
 
 def _job_key(job: _Job) -> str:
     """Identifies what a shard was made from; a sidecar with another key belongs to another command."""
-    inputs = [(name, label, os.stat(path).st_size, os.stat(path).st_mtime_ns)
-              for path, name, label in zip(job.paths, job.names, job.labels)]
+    stats = [os.stat(path) for path in job.paths]  # an edited input changes size or mtime
+    inputs = [(name, label, st.st_size, st.st_mtime_ns) for name, label, st in zip(job.names, job.labels, stats)]
     settings = [shards.VERSION, dataclasses.asdict(job.features), job.store, job.dtype, job.on_error,
                 job.spec.file, inputs]
     return hashlib.sha256(json.dumps(settings).encode()).hexdigest()
