@@ -1,0 +1,294 @@
+"""tfpipe bench: statistics, variant specs, ablation, report formats, and real runs in worker processes.
+
+No speed is asserted anywhere: the machine running the tests is shared.
+"""
+
+import dataclasses
+import json
+import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+from conftest import make_corpus
+from tfpipe import bench
+from tfpipe.bench_report import (STAGE_NAMES, BenchResult, RoundStats, StageReport, Turn, VariantResult, added_ms,
+                                 round_stats)
+from tfpipe.config import TOGGLES, FeatureConfig, PipelineConfig
+from tfpipe.errors import DataError
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+FEAT = FeatureConfig(clip_seconds=0.25)
+
+# The JSON keys users and scripts read; changing them is a schema change (bump SCHEMA_VERSION).
+TOP_KEYS = {"format", "version", "settings", "machine", "variants", "stages", "wall_s", "phases_s"}
+VARIANT_KEYS = {"name", "kind", "reference", "note", "config", "examples_per_s", "ratio", "first_batch_s",
+                "import_rss_mb", "peak_rss_mb", "ms_per_batch", "input_wait_share", "ideal", "share_of_ideal",
+                "turns"}
+STAGE_KEYS = {"backend", "cores", "limiting", "fused_rate", "vectorized_rate", "ideal", "stages"}
+MACHINE_KEYS = {"cores", "usable_cores", "tf_version", "python", "platform", "gpu"}
+SETTINGS_KEYS = {"data", "shards", "num_examples", "num_classes", "variants", "baseline", "ablation", "batches",
+                 "turn_batches", "repeats", "warmup", "settle_batches", "step_ms", "batch_size", "stage_seconds",
+                 "features", "overrides", "frozen_while_idle"}
+
+
+# --- statistics (pure) ---------------------------------------------------------------------------
+
+def _turns(seconds, examples=100, batches=4):
+    return [Turn(batches, examples, s, s / 4) for s in seconds]
+
+
+def test_round_stats_takes_ratios_within_rounds_then_the_median():
+    turns = {"a": _turns([1.0, 2.0, 0.5]),  # 100, 50, 200 examples/s
+             "b": _turns([0.5, 1.0, 0.5])}  # 200, 100, 200 examples/s
+    stats = round_stats(turns, {"a": "a", "b": "a"})
+    assert stats["a"] == RoundStats((100.0, 50.0, 200.0), 100.0, 50.0, 200.0, 1.0)
+    assert stats["b"].rates == (200.0, 100.0, 200.0)
+    assert (stats["b"].median, stats["b"].min, stats["b"].max) == (200.0, 100.0, 200.0)
+    assert stats["b"].ratio == 2.0  # per-round ratios 2, 2, 1; not median(b) / median(a) = 2 by chance only
+
+
+def test_round_stats_ratio_cancels_a_slow_round():
+    # Round 2 is 10x slower for everyone (drift): the ratio of medians would be 1.5, per round it is exactly 2.
+    turns = {"a": _turns([1.0, 10.0, 1.0, 10.0]), "b": _turns([0.5, 5.0, 0.5, 5.0])}
+    stats = round_stats(turns, {"a": "a", "b": "a"})
+    assert stats["b"].ratio == pytest.approx(2.0)
+    assert stats["b"].median / stats["a"].median == pytest.approx(2.0)
+    uneven = {"a": _turns([1.0, 10.0, 10.0]), "b": _turns([0.5, 5.0, 1.0])}
+    assert round_stats(uneven, {"a": "a", "b": "a"})["b"].ratio == pytest.approx(2.0)  # ratios 2, 2, 10
+
+
+def test_round_stats_rejects_uneven_rounds():
+    with pytest.raises(ValueError, match="rounds"):
+        round_stats({"a": _turns([1.0, 1.0]), "b": _turns([1.0])}, {"a": "a", "b": "a"})
+
+
+def test_stage_costs_name_the_limiting_stage_and_the_ideal():
+    rates = (1000.0, 500.0, 250.0, 100.0, 100.0)  # 1, 2, 4, 10, 10 ms per example cumulated
+    assert added_ms(rates) == pytest.approx((1.0, 1.0, 2.0, 6.0, 0.0))
+    report = StageReport("tf", rates, fused_rate=90.0, vectorized_rate=120.0, cores=2)
+    assert report.limiting == "features"
+    assert report.ideal == 240.0  # the faster single-thread map times the cores
+    assert added_ms((100.0, 200.0)) == pytest.approx((10.0, 0.0))  # a faster prefix (noise) adds nothing
+
+
+# --- variant specs ---------------------------------------------------------------------------------
+
+def test_presets_and_typed_overrides():
+    v = bench.parse_variant("optimized")
+    assert (v.kind, v.pipeline, v.features, v.changed) == ("pipeline", PipelineConfig.optimized(), FeatureConfig(), ())
+    v = bench.parse_variant("naive:backend=librosa, batch_size=32,fmax=none", FEAT)
+    assert v.pipeline == PipelineConfig.naive(batch_size=32)
+    assert v.features == dataclasses.replace(FEAT, backend="librosa", fmax=None)
+    assert v.changed == ("backend", "batch_size", "fmax")
+    v = bench.parse_variant("optimized:fuse_maps=false,prefetch=0,n_mels=40,clip_seconds=0.5,seed=3")
+    assert (v.pipeline.fuse_maps, v.pipeline.prefetch, v.pipeline.seed) == (False, False, 3)
+    assert (v.features.n_mels, v.features.clip_seconds) == (40, 0.5)
+    assert bench.parse_variant("naive:prefetch,nodeterministic").pipeline == PipelineConfig.naive(
+        prefetch=True, deterministic=False)  # absl-style bare flags
+
+
+def test_common_overrides_apply_first_and_the_spec_wins():
+    v = bench.parse_variant("naive:batch_size=8", overrides={"batch_size": 16, "n_mels": 32, "prefetch": True})
+    assert (v.pipeline.batch_size, v.pipeline.prefetch, v.features.n_mels) == (8, True, 32)
+    assert v.changed == ("batch_size",)
+
+
+def test_keras_and_shards_specs():
+    k = bench.parse_variant("keras:batch_size=16,n_mels=40")
+    assert (k.kind, k.pipeline.batch_size, k.features.n_mels) == ("keras", 16, 40)
+    assert set(k.config()["pipeline"]) == {"recipe", "batch_size", "seed"}
+    s = bench.parse_variant("shards")
+    assert (s.kind, s.pipeline) == ("shards", PipelineConfig.optimized())
+    s = bench.parse_variant("shards:naive,prefetch=true")
+    assert (s.kind, s.pipeline) == ("shards", PipelineConfig.naive(prefetch=True))
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("fast", r"unknown name 'fast'; allowed: optimized, naive, keras, shards"),
+    ("optimized:fuse=false", r"unknown field 'fuse'; allowed fields: repeat_before_shuffle, .*n_mels"),
+    ("optimized:fuse_maps=maybe", r"fuse_maps='maybe': expected true or false"),
+    ("naive:batch_size=big", r"batch_size='big': expected an integer"),
+    ("naive:clip_seconds=long", r"clip_seconds='long': expected a number"),
+    ("naive:backend=torch", r"backend='torch': allowed values are tf, librosa"),
+    ("optimized:batch_size=0", r"variant 'optimized:batch_size=0': PipelineConfig.batch_size=0: must be >= 1"),
+    ("keras:prefetch=false", r"keras takes only batch_size, seed and FeatureConfig fields, not prefetch"),
+    ("optimized:n_mels", r"'n_mels' is not field=value"),
+    ("optimized:nofuse", r"'nofuse' is not field=value"),
+])
+def test_bad_specs_say_what_is_allowed(spec, message):
+    with pytest.raises(ValueError, match=message):
+        bench.parse_variant(spec)
+
+
+def test_split_variants_keeps_overrides_with_their_variant():
+    assert bench.split_variants("naive,optimized:fuse_maps=false,n_mels=40,keras,shards:naive,noprefetch") == [
+        "naive", "optimized:fuse_maps=false,n_mels=40", "keras", "shards:naive,noprefetch"]
+    assert bench.split_variants("naive, noprefetch,batch_size=8") == ["naive:noprefetch,batch_size=8"]
+
+
+def test_resolve_variants_baseline_and_duplicates():
+    chosen = bench.resolve_variants(["naive", "optimized", "naive"])
+    assert [(v.name, v.reference) for v in chosen] == [("naive", "naive"), ("optimized", "naive")]
+    chosen = bench.resolve_variants(["naive", "optimized"], baseline="optimized")
+    assert [v.reference for v in chosen] == ["optimized", "optimized"]
+    with pytest.raises(ValueError, match="baseline 'keras' is not one of the variants: naive, optimized"):
+        bench.resolve_variants(["naive", "optimized"], baseline="keras")
+
+
+def test_ablation_flips_every_toggle_alone_and_the_backend():
+    variants = bench.ablation_variants(FEAT)
+    by_name = {v.name: v for v in variants}
+    assert len(by_name) == len(variants) == 2 * (len(TOGGLES) + 2)
+    for preset in ("optimized", "naive"):
+        base = by_name[preset]
+        flipped = [v for v in variants if v.reference == preset]
+        assert sorted(f for v in flipped for f in v.changed) == sorted((*TOGGLES, "backend"))
+        for v in flipped:
+            (field,) = v.changed
+            config = v.features if field == "backend" else v.pipeline
+            assert getattr(config, field) != getattr(base.features if field == "backend" else base.pipeline, field)
+            assert dataclasses.replace(config, **{field: getattr(base.features if field == "backend"
+                                                                 else base.pipeline, field)}) == (
+                base.features if field == "backend" else base.pipeline)  # nothing else changed
+    assert by_name["optimized:fuse_maps=false"].pipeline.fuse_maps is False
+    assert by_name["naive:parallel_map=true"].pipeline.parallel_map is True
+    assert by_name["naive:prefetch_to_device=true"].pipeline.prefetch_to_device is True
+    assert by_name["optimized:backend=librosa"].features.backend == "librosa"
+    # Toggles that cannot matter here say so, instead of reading as "no gain".
+    assert "no GPU" in bench._note(by_name["optimized:prefetch_to_device=true"], "wav", gpu=False)
+    assert bench._note(by_name["optimized:prefetch_to_device=true"], "wav", gpu=True) == ""
+    assert "wav source" in bench._note(by_name["naive:parallel_reads=true"], "wav", gpu=False)
+    assert bench._note(by_name["optimized:fuse_maps=false"], "wav", gpu=False) == ""
+
+
+# --- report formats (pure) -------------------------------------------------------------------------
+
+def _result(step_ms=0.0):
+    turns = {"naive": _turns([1.0, 2.0]), "optimized": _turns([0.5, 0.5])}
+    refs = {"naive": "naive", "optimized": "naive"}
+    stats = round_stats(turns, refs)
+    stage = StageReport("tf", (1000.0, 500.0, 250.0, 100.0, 100.0), 90.0, 120.0, 2)
+    variants = tuple(VariantResult(name, "pipeline", refs[name], bench.parse_variant(name).config(), "",
+                                   tuple(turns[name]), stats[name], 1.5, 400.0, 600.0, stage.ideal)
+                     for name in ("naive", "optimized"))
+    settings = {"data": "/data", "shards": None, "num_examples": 400, "num_classes": 4,
+                "variants": ["naive", "optimized"], "baseline": "naive", "ablation": False, "batches": 4,
+                "turn_batches": {"naive": 4, "optimized": 4}, "repeats": 2, "warmup": 1, "settle_batches": 1,
+                "step_ms": step_ms, "batch_size": 25, "stage_seconds": 0.5, "features": {}, "overrides": {},
+                "frozen_while_idle": True}
+    machine = {"cores": 2, "usable_cores": 2, "tf_version": "2.15.1", "python": "3.11", "platform": "linux",
+               "gpu": False}
+    return BenchResult(settings, machine, variants, (stage,), 12.0, {"start": 1.0})
+
+
+def test_json_schema_is_stable():
+    data = json.loads(_result().to_json())
+    assert set(data) == TOP_KEYS
+    assert (data["format"], data["version"]) == ("tfpipe-bench", 1)
+    assert set(data["settings"]) == SETTINGS_KEYS
+    assert set(data["machine"]) == MACHINE_KEYS
+    assert set(data["variants"][0]) == VARIANT_KEYS
+    assert set(data["variants"][0]["examples_per_s"]) == {"median", "min", "max", "rounds"}
+    assert set(data["variants"][0]["config"]) == {"pipeline", "features"}
+    assert set(data["stages"][0]) == STAGE_KEYS
+    assert [s["name"] for s in data["stages"][0]["stages"]] == list(STAGE_NAMES)
+    optimized = data["variants"][1]
+    assert optimized["ratio"] == 3.0  # rounds: 200/100 and 200/50 -> median of 2 and 4
+    assert optimized["share_of_ideal"] == pytest.approx(200 / 240)
+
+
+def test_table_shows_every_variant_ratio_and_the_limiting_stage():
+    text = _result().table()
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("variant"))
+    assert all(col in header for col in ("examples/s", "min-max", "vs reference", "first batch", "peak RSS",
+                                         "% ideal"))
+    optimized = next(line for line in lines if line.startswith("optimized"))
+    assert "3.00x naive" in optimized and "200" in optimized and "83%" in optimized
+    assert "features" in next(line for line in lines if "limits the pipeline" in line)
+    assert "ideal" in text and "240 examples/s" in text
+    step_text = _result(step_ms=50).table()
+    assert "input wait" in step_text and "max(input, step)" in step_text
+
+
+def test_plot_writes_a_png(tmp_path):
+    path = str(tmp_path / "bench.png")
+    _result().plot(path)
+    with open(path, "rb") as f:
+        assert f.read(8) == PNG_MAGIC
+    import matplotlib.image
+
+    height, width, _ = matplotlib.image.imread(path).shape
+    assert width > 400 and height > 300
+
+
+# --- real runs in worker processes ----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return make_corpus(tmp_path_factory.mktemp("bench") / "corpus", per_class=6)  # 18 clips of 0.25 s
+
+
+def test_run_times_two_variants_in_worker_processes(tiny, tmp_path):
+    result = bench.run(tiny, ["naive", "optimized:fuse_maps=false"], batches=2, repeats=2, warmup=1,
+                       features=FEAT, overrides={"batch_size": 4}, stage_seconds=0.05, progress=False)
+    assert multiprocessing.active_children() == []  # every worker ended
+    assert [v.name for v in result.variants] == ["naive", "optimized:fuse_maps=false"]
+    naive, other = result.variants
+    for v in result.variants:
+        assert [(t.batches, t.examples) for t in v.turns] == [(2, 8), (2, 8)]
+        assert all(t.seconds > 0 and 0 <= t.wait_s <= t.seconds for t in v.turns)
+        assert v.first_batch_s > 0 and v.peak_rss_mb >= v.import_rss_mb > 0
+        assert v.stats.rates == tuple(t.examples / t.seconds for t in v.turns)
+        assert v.config["features"]["clip_seconds"] == 0.25 and v.config["pipeline"]["batch_size"] == 4
+    assert (naive.reference, other.reference, naive.stats.ratio) == ("naive", "naive", 1.0)
+    assert other.stats.ratio == pytest.approx(statistics.median(
+        a.rate / b.rate for a, b in zip(other.turns, naive.turns)))
+    (stage,) = result.stages
+    assert stage.backend == "tf" and stage.limiting in STAGE_NAMES and stage.cores >= 1
+    assert all(r > 0 for r in stage.rates) and naive.ideal == stage.ideal
+    assert result.settings["num_examples"] == 18 and result.machine["tf_version"].startswith("2.15")
+    data = json.loads(result.to_json())
+    assert set(data) == TOP_KEYS and set(data["variants"][0]) == VARIANT_KEYS
+    result.plot(str(tmp_path / "run.png"))
+    assert (tmp_path / "run.png").read_bytes()[:8] == PNG_MAGIC
+    assert "optimized:fuse_maps=false" in result.table()
+
+
+def test_worker_errors_name_the_variant(tiny):
+    # The parent checks the files with the base features; this variant's sample rate fails in its worker.
+    with pytest.raises(DataError, match=r"(?s)variant 'optimized:sample_rate=8000'.*sample rate 16000 Hz, expected 8000 Hz"):
+        bench.run(tiny, ["naive", "optimized:sample_rate=8000"], batches=1, repeats=1, warmup=0, features=FEAT,
+                  overrides={"batch_size": 4}, stages=False, progress=False)
+    assert multiprocessing.active_children() == []
+
+
+def test_run_rejects_missing_inputs_before_starting_workers(tiny):
+    with pytest.raises(ValueError, match="pass --shards DIR"):
+        bench.run(tiny, ["naive", "shards"], progress=False)
+    with pytest.raises(ValueError, match="repeats=0: must be >= 1"):
+        bench.run(tiny, ["naive"], repeats=0, progress=False)
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(os.path.dirname(bench.__file__), "shard_writer.py")),
+                    reason="tfpipe.write_shards not built yet")
+def test_prepare_times_each_worker_count(tiny):
+    result = bench.run_prepare(tiny, workers=(0, 1), repeats=1, num_shards=2, features=FEAT, progress=False)
+    assert set(result.seconds) == {0, 1} and all(len(s) == 1 and s[0] > 0 for s in result.seconds.values())
+    data = json.loads(result.to_json())
+    assert [w["num_workers"] for w in data["workers"]] == [0, 1]
+    assert data["workers"][0]["speedup"] == 1.0 and data["settings"]["num_examples"] == 18
+    assert "speedup" in result.table()
+
+
+def test_cli_help_explains_itself():
+    tfpipe_script = os.path.join(os.path.dirname(sys.executable), "tfpipe")  # the installed console script
+    out = subprocess.run([tfpipe_script, "bench", "--help"], capture_output=True, text=True, check=True).stdout
+    for text in ("--variants", "optimized:fuse_maps=false", "naive:backend=librosa", "keras", "--[no]ablation",
+                 "--step_ms", "--batches", "--repeats", "--warmup", "--json", "--plot", "--shards", "--[no]prepare",
+                 "--workers", "--batch_size", "--n_mels"):
+        assert text in out, text

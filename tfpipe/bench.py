@@ -1,0 +1,438 @@
+"""A/B timing of input-pipeline variants: the engine behind `tfpipe bench`.
+
+How a run is kept fair:
+  * Each variant lives in a process of its own (forked from a fork server that has
+    imported TensorFlow, so no process inherits another's threads), built once; build
+    + first batch is timed on its own, then `warmup` batches are taken untimed.
+  * Rounds: the parent tells worker 1 to time its batches, waits, then worker 2, ...,
+    then round 2 starts (A B C, A B C, ...), so drift hits every variant alike. Ratios
+    to the reference are taken within each round, then the median over rounds.
+  * Only the timed worker runs: every other worker is frozen with SIGSTOP. An idle
+    tf.data pipeline is not idle: its parallel-map, prefetch and autotune threads keep
+    working until their buffers are full, on the very cores being measured, and would
+    then hand their own next turn batches made in someone else's time. A frozen worker
+    resumes with the buffers it had when its last turn ended, i.e. in steady state; each
+    turn still starts with one untimed "settle" batch so waking up is not timed either.
+    (Where SIGSTOP does not exist, workers only block on their pipe.)
+  * A turn is one epoch by default, so chains whose work comes in a burst once per
+    epoch (the naive whole-set shuffle refilling) get exactly one burst per turn.
+  * Stage throughputs are measured single-threaded in one more process, while every
+    variant is frozen.
+The worker side lives in `tfpipe.bench_worker`, the results and their table, JSON
+and chart in `tfpipe.bench_report`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from typing import Any, Mapping, Optional, Sequence, Union
+
+from tfpipe import bench_worker, sources
+from tfpipe.bench_report import (BenchResult, PrepareResult, RoundStats, StageReport, Turn,  # noqa: F401
+                                 VariantResult, round_stats)
+from tfpipe.config import PRESETS, TOGGLES, FeatureConfig, PipelineConfig
+
+BASES = ("optimized", "naive", "keras", "shards")
+DEFAULT_VARIANTS = ("naive", "optimized")
+MAX_EPOCH_BATCHES = 50  # cap on the default turn of one epoch, so a big corpus still finishes in minutes
+
+_PIPELINE_FIELDS = {f.name: f for f in dataclasses.fields(PipelineConfig)}
+_FEATURE_FIELDS = {f.name: f for f in dataclasses.fields(FeatureConfig)}
+_FIELDS = {**_PIPELINE_FIELDS, **_FEATURE_FIELDS}
+_KERAS_FIELDS = ("batch_size", "seed", *_FEATURE_FIELDS)
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One input pipeline to time.
+
+    Attributes:
+      name: the spec it was parsed from, e.g. "optimized:fuse_maps=false".
+      kind: "pipeline" (build_dataset over the data), "shards" (build_dataset over the
+        shard folder) or "keras" (audio_dataset_from_directory + the same log-mel map).
+      pipeline: its PipelineConfig (keras uses only batch_size and seed).
+      features: its FeatureConfig.
+      changed: the fields its spec set.
+      reference: the variant its ratio compares to ("": the run's baseline).
+    """
+
+    name: str
+    kind: str
+    pipeline: PipelineConfig
+    features: FeatureConfig
+    changed: tuple[str, ...] = ()
+    reference: str = ""
+
+    def config(self) -> dict[str, Any]:
+        """The full configuration, as plain dicts for JSON."""
+        pipe = dataclasses.asdict(self.pipeline)
+        if self.kind == "keras":
+            pipe = {"recipe": "audio_dataset_from_directory(shuffle=True) -> repeat per epoch -> "
+                              "map(log_mel, AUTOTUNE) -> prefetch(AUTOTUNE)",
+                    "batch_size": pipe["batch_size"], "seed": pipe["seed"]}
+        return {"pipeline": pipe, "features": dataclasses.asdict(self.features)}
+
+
+def parse_value(field: str, text: str) -> Any:
+    """Parses `text` as a value of the PipelineConfig or FeatureConfig field `field`.
+
+    Raises:
+      ValueError: unknown field (naming the allowed ones) or a value of the wrong type.
+    """
+    if field not in _FIELDS:
+        raise ValueError(f"unknown field {field!r}; allowed fields: {', '.join(_FIELDS)}")
+    spec = _FIELDS[field]
+    kind = type(spec.default) if spec.default is not None else spec.metadata.get("type", float)
+    text = text.strip()
+    if spec.default is None and text.lower() in ("none", ""):
+        return None
+    if kind is bool:
+        if text.lower() in _TRUE + _FALSE:
+            return text.lower() in _TRUE
+        raise ValueError(f"{field}={text!r}: expected true or false")
+    if kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            raise ValueError(f"{field}={text!r}: expected {'an integer' if kind is int else 'a number'}") from None
+    choices = spec.metadata.get("choices")
+    if choices and text not in choices:
+        raise ValueError(f"{field}={text!r}: allowed values are {', '.join(choices)}")
+    return text
+
+
+def _parse_items(items: Sequence[str], spec: str) -> dict[str, Any]:
+    """`field=value` items (or absl-style bare `prefetch` / `noprefetch`) -> typed values."""
+    values = {}
+    for item in items:
+        key, eq, text = (part.strip() for part in item.partition("="))
+        if not eq:
+            bare = key[2:] if key.startswith("no") and key not in _FIELDS else key
+            if bare in _FIELDS and isinstance(_FIELDS[bare].default, bool):
+                values[bare] = bare == key
+                continue
+            raise ValueError(f"variant {spec!r}: {item!r} is not field=value (e.g. fuse_maps=false)")
+        try:
+            values[key] = parse_value(key, text)
+        except ValueError as e:
+            raise ValueError(f"variant {spec!r}: {e}") from None
+    return values
+
+
+def parse_variant(spec: str, features: Optional[FeatureConfig] = None,
+                  overrides: Optional[Mapping[str, Any]] = None) -> Variant:
+    """Parses a variant spec: `NAME[:field=value,...]`.
+
+    NAME is a preset (`optimized`, `naive`), `keras` (the recipe a Keras user would
+    write; takes batch_size, seed and FeatureConfig fields) or `shards` (the shard
+    folder, optimized preset; `shards:naive,...` for the naive one). Fields are
+    PipelineConfig and FeatureConfig fields, e.g. `optimized:fuse_maps=false`,
+    `naive:backend=librosa`, `optimized:batch_size=32,n_mels=40`.
+
+    Args:
+      spec: the spec.
+      features: FeatureConfig the spec's feature fields start from.
+      overrides: typed field values applied to every variant before its own.
+
+    Raises:
+      ValueError: unknown name or field, or a bad value, naming the allowed ones.
+    """
+    name = spec.strip()
+    base, _, rest = (part.strip() for part in name.partition(":"))
+    if base not in BASES:
+        raise ValueError(f"variant {spec!r}: unknown name {base!r}; allowed: {', '.join(BASES)}, each optionally "
+                         f"with :field=value,... (e.g. optimized:fuse_maps=false, naive:backend=librosa)")
+    items = [i.strip() for i in rest.split(",") if i.strip()]
+    preset = "naive" if base == "naive" else "optimized"
+    if base == "shards" and items and items[0] in PRESETS:
+        preset = items.pop(0)
+    own = _parse_items(items, name)
+    if base == "keras" and set(own) - set(_KERAS_FIELDS):
+        raise ValueError(f"variant {spec!r}: keras takes only batch_size, seed and FeatureConfig fields, "
+                         f"not {', '.join(sorted(set(own) - set(_KERAS_FIELDS)))}")
+    values = {**(overrides or {}), **own}
+    unknown = sorted(set(values) - set(_FIELDS))
+    if unknown:
+        raise ValueError(f"unknown field(s) {', '.join(unknown)}; allowed fields: {', '.join(_FIELDS)}")
+    try:
+        pipeline = PipelineConfig.preset(preset, **{k: v for k, v in values.items() if k in _PIPELINE_FIELDS})
+        feats = dataclasses.replace(features or FeatureConfig(),
+                                    **{k: v for k, v in values.items() if k in _FEATURE_FIELDS})
+    except ValueError as e:
+        raise ValueError(f"variant {spec!r}: {e}") from None
+    kind = base if base in ("keras", "shards") else "pipeline"
+    return Variant(name, kind, pipeline, feats, tuple(own))
+
+
+def split_variants(text: str) -> list[str]:
+    """'naive,optimized:fuse_maps=false,n_mels=40,keras' -> ['naive', 'optimized:fuse_maps=false,n_mels=40', 'keras'].
+
+    A comma starts a new variant only before a name (the part before ':' is one of
+    BASES); anything else continues the previous variant's overrides.
+    """
+    specs: list[str] = []
+    for token in (t.strip() for t in text.split(",")):
+        if token.partition(":")[0].strip() in BASES or not specs:
+            specs.append(token)
+        elif token:
+            specs[-1] += ("," if ":" in specs[-1] else ":") + token
+    return [s for s in specs if s]
+
+
+def ablation_variants(features: Optional[FeatureConfig] = None,
+                      overrides: Optional[Mapping[str, Any]] = None) -> list[Variant]:
+    """optimized and naive, then each TOGGLE flipped alone in each, then the other feature backend.
+
+    From optimized, flipping a toggle gives its naive value (prefetch_to_device, off in
+    both presets, is switched on); from naive, it switches the optimization on.
+    """
+    out = []
+    for preset in ("optimized", "naive"):
+        base = parse_variant(preset, features, overrides)
+        out.append(base)
+        flips = [f"{t}={str(not getattr(base.pipeline, t)).lower()}" for t in TOGGLES]
+        flips.append(f"backend={'librosa' if base.features.backend == 'tf' else 'tf'}")
+        out += [dataclasses.replace(parse_variant(f"{preset}:{flip}", features, overrides), reference=preset)
+                for flip in flips]
+    return out
+
+
+def resolve_variants(variants: Sequence[Union[str, Variant]], features: Optional[FeatureConfig] = None,
+                     overrides: Optional[Mapping[str, Any]] = None, ablation: bool = False,
+                     baseline: Optional[str] = None) -> list[Variant]:
+    """The variants to run, each with its reference set: specs parsed, ablation added, duplicates dropped."""
+    chosen = [v if isinstance(v, Variant) else parse_variant(v, features, overrides) for v in variants]
+    chosen += ablation_variants(features, overrides) if ablation else []
+    first: dict[str, Variant] = {}
+    for v in chosen:
+        first.setdefault(v.name, v)  # a user's own spec wins over the same one from the ablation
+    unique = list(first.values())
+    if not unique:
+        raise ValueError("no variants to run; name some, e.g. --variants naive,optimized")
+    names = [v.name for v in unique]
+    baseline = baseline or names[0]
+    if baseline not in names:
+        raise ValueError(f"baseline {baseline!r} is not one of the variants: {', '.join(names)}")
+    return [dataclasses.replace(v, reference=baseline if v.name == baseline else v.reference or baseline)
+            for v in unique]
+
+
+def _note(v: Variant, source_kind: str, gpu: bool) -> str:
+    """Why a changed field cannot matter here, so a flat bar is not read as a finding."""
+    notes = []
+    if "prefetch_to_device" in v.changed and v.pipeline.prefetch_to_device and not gpu:
+        notes.append("no-op: no GPU visible")
+    if "parallel_reads" in v.changed and v.kind == "pipeline" and source_kind == "wav":
+        notes.append("no-op: wav source (parallel_reads interleaves shard files)")
+    if "deterministic" in v.changed and v.kind == "pipeline" and not v.pipeline.parallel_map:
+        notes.append("no-op: maps are sequential")
+    if v.kind == "keras":
+        notes.append("Keras recipe")
+    return "; ".join(notes)
+
+
+def _machine(ready: dict) -> dict[str, Any]:
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cores": os.cpu_count(), "usable_cores": usable, "tf_version": ready["tf_version"],
+            "python": platform.python_version(), "platform": platform.platform(), "gpu": ready["gpu"]}
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, file=sys.stderr, disable=not enabled, leave=False, dynamic_ncols=True,
+                bar_format="{desc} {bar:20} {n_fmt}/{total_fmt} [{elapsed}<{remaining}] {postfix}")
+
+
+def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] = DEFAULT_VARIANTS, *,
+        shards: Optional[Union[str, os.PathLike]] = None, ablation: bool = False, baseline: Optional[str] = None,
+        step_ms: float = 0.0, batches: Optional[int] = None, repeats: int = 5, warmup: int = 3,
+        features: Optional[FeatureConfig] = None, overrides: Optional[Mapping[str, Any]] = None,
+        stages: bool = True, stage_seconds: float = 0.5, progress: bool = True) -> BenchResult:
+    """Times input-pipeline variants side by side, each in its own process, in alternating rounds.
+
+    Args:
+      data: wav folder (one subfolder per class), CSV manifest or shard folder.
+      variants: specs (see `parse_variant`) or Variant objects; the first is the baseline.
+      shards: shard folder the `shards` variants read.
+      ablation: add optimized and naive with each toggle flipped alone, and the other backend.
+      baseline: the variant ratios compare to (ablation rows compare to their preset).
+      step_ms: simulated accelerator step per batch (sleep), 0 = none.
+      batches: batches timed per variant per round. Default: one epoch of each variant's
+        batch size (at most MAX_EPOCH_BATCHES), so a chain whose work comes in bursts
+        once per epoch (the naive whole-set shuffle refills) gets one burst per turn.
+      repeats: rounds.
+      warmup: untimed batches after the first one.
+      features: FeatureConfig the variants start from.
+      overrides: typed PipelineConfig/FeatureConfig field values applied to every variant.
+      stages: also measure the single-thread rate of each stage of the wav chain.
+      stage_seconds: time budget per stage measurement.
+      progress: show a progress line on stderr.
+
+    Returns:
+      BenchResult (`.table()`, `.to_json()`, `.plot(path)`).
+
+    Raises:
+      ValueError / DataError: bad variant specs, settings or data, by name.
+    """
+    started = time.perf_counter()
+    for name, value, low in (("batches", batches or 1, 1), ("repeats", repeats, 1), ("warmup", warmup, 0),
+                             ("step_ms", step_ms, 0), ("stage_seconds", stage_seconds, 0.01)):
+        if value < low:
+            raise ValueError(f"{name}={value!r}: must be >= {low}")
+    features = dataclasses.replace(features or FeatureConfig(), **{k: v for k, v in (overrides or {}).items()
+                                                                   if k in _FEATURE_FIELDS})
+    source = sources.find_examples(data)
+    if source.kind == "wav":
+        sources.scan_wavs(source.paths, features)  # unusable files fail here, by name, before any process starts
+    chosen = resolve_variants(variants, features, overrides, ablation, baseline)
+    epoch = _check_sources(chosen, source, data, shards)
+    turn_batches = {v.name: batches or min(MAX_EPOCH_BATCHES, max(1, epoch[v.kind] // v.pipeline.batch_size))
+                    for v in chosen}
+    measure_stages = stages and source.kind == "wav"
+    backends = sorted({v.features.backend for v in chosen if v.kind != "shards"}, key=("tf", "librosa").index)
+    common = {"data": os.path.abspath(data), "shards": shards and os.path.abspath(shards), "features": features}
+    phases = {}
+
+    def phase(name: str) -> None:
+        phases[name] = time.perf_counter() - started - sum(phases.values())
+
+    bar = _progress(len(chosen) * (1 + repeats) + measure_stages, progress)
+    bar.set_description_str(f"bench: starting {len(chosen)} workers")
+    ctx = bench_worker.context()
+    workers: list[bench_worker.Worker] = []
+    try:
+        workers = [bench_worker.Worker(ctx, v.name, {**common, "variant": v}) for v in chosen]
+        if measure_stages:
+            workers.append(bench_worker.Worker(ctx, "stages", {**common, "variant": None}))
+        ready = [w.receive() for w in workers]
+        phase("start")
+        builds = []
+        for w in workers[:len(chosen)]:
+            bar.set_description_str(f"bench: build {w.name}")
+            builds.append(w.call("build", warmup=warmup))
+            bar.update()
+        phase("build")
+        turns: dict[str, list[Turn]] = {v.name: [] for v in chosen}
+        for r in range(repeats):
+            for w in workers[:len(chosen)]:
+                bar.set_description_str(f"bench: round {r + 1}/{repeats} {w.name}")
+                turns[w.name].append(Turn(**w.call("time", batches=turn_batches[w.name], step_s=step_ms / 1000)))
+                bar.update()
+        phase("rounds")
+        reports = []
+        if measure_stages:
+            bar.set_description_str("bench: stages")
+            cores = _machine(ready[0])["usable_cores"]
+            reports = [StageReport(cores=cores, **r) for r in workers[-1].call(
+                "stages", backends=backends, batch_size=chosen[0].pipeline.batch_size, budget_s=stage_seconds)]
+            bar.update()
+        phase("stages")
+        peaks = [w.call("stop") for w in workers[:len(chosen)]]
+    finally:
+        bar.close()
+        for w in workers:
+            w.close()
+
+    machine = _machine(ready[0])
+    stats = round_stats(turns, {v.name: v.reference for v in chosen})
+    ideals = {r.backend: r.ideal for r in reports}
+    results = []
+    for v, info, build, peak in zip(chosen, ready, builds, peaks):
+        ideal = ideals.get(v.features.backend) if v.kind != "shards" else None
+        if ideal and step_ms:
+            ideal = min(ideal, v.pipeline.batch_size * 1000.0 / step_ms)  # the step caps what input can deliver
+        results.append(VariantResult(v.name, v.kind, v.reference, v.config(), _note(v, source.kind, machine["gpu"]),
+                                     tuple(turns[v.name]), stats[v.name], build["first_batch_s"],
+                                     info["import_rss_mb"], peak["peak_rss_mb"], ideal))
+    settings = {"data": os.path.abspath(data), "shards": common["shards"], "num_examples": source.num_examples,
+                "num_classes": len(source.class_names), "variants": [v.name for v in chosen],
+                "baseline": next(v.name for v in chosen if v.reference == v.name), "ablation": ablation,
+                "batches": batches, "turn_batches": turn_batches, "repeats": repeats, "warmup": warmup,
+                "settle_batches": bench_worker.SETTLE_BATCHES, "step_ms": step_ms,
+                "batch_size": chosen[0].pipeline.batch_size, "stage_seconds": stage_seconds,
+                "features": dataclasses.asdict(features), "overrides": dict(overrides or {}),
+                "frozen_while_idle": bench_worker.FREEZE}
+    phase("stop")
+    return BenchResult(settings, machine, tuple(results), tuple(reports), time.perf_counter() - started, phases)
+
+
+def _check_sources(chosen: Sequence[Variant], source: sources.Source, data: Any, shards: Any) -> dict[str, int]:
+    """Each variant kind has the input it reads, or a ValueError says what to pass; returns examples per kind."""
+    kinds = {v.kind for v in chosen}
+    epoch = {"pipeline": source.num_examples, "keras": source.num_examples}
+    if "shards" in kinds:
+        if not shards:
+            raise ValueError("the shards variants read a shard folder: pass --shards DIR "
+                             "(write one with `tfpipe prepare`)")
+        shard_source = sources.find_examples(shards)
+        if shard_source.kind != "shards":
+            raise ValueError(f"--shards {shards}: not a shard folder (no {sources.INDEX_NAME}); "
+                             f"write one with `tfpipe prepare`")
+        epoch["shards"] = shard_source.num_examples
+    if "keras" in kinds and not (source.kind == "wav" and os.path.isdir(data)):
+        raise ValueError(f"{data}: the keras variant reads a wav folder with one subfolder per class "
+                         f"(audio_dataset_from_directory), not a CSV or shard folder")
+    return epoch
+
+
+def run_prepare(data: Union[str, os.PathLike], workers: Sequence[int] = (1, 2), *, repeats: int = 3,
+                num_shards: int = 8, features: Optional[FeatureConfig] = None, store: str = "log_mel",
+                progress: bool = True) -> PrepareResult:
+    """Times `tfpipe.write_shards` for each worker count, alternating, after one untimed run.
+
+    Args:
+      data: wav folder or CSV manifest.
+      workers: worker counts to compare (0: in this process); the first is the speedup's reference.
+      repeats: timed runs per worker count.
+      num_shards: shards written each run.
+      features: FeatureConfig for write_shards.
+      store: "log_mel" or "waveform".
+      progress: show a progress line on stderr.
+
+    Returns:
+      PrepareResult (`.table()`, `.to_json()`).
+    """
+    from tfpipe import shards as shard_writer
+
+    workers = tuple(dict.fromkeys(int(w) for w in workers))
+    if not workers or min(workers) < 0 or repeats < 1:
+        raise ValueError(f"workers={list(workers)}, repeats={repeats}: need worker counts >= 0 "
+                         f"(0: in this process) and repeats >= 1")
+    features = features or FeatureConfig()
+    seconds: dict[int, list[float]] = {w: [] for w in workers}
+    bar = _progress(1 + repeats * len(workers), progress)
+    with tempfile.TemporaryDirectory(prefix="tfpipe-bench-prepare-") as tmp:
+
+        def write(num_workers: int) -> tuple[float, dict]:
+            out = os.path.join(tmp, "shards")
+            bar.set_description_str(f"bench --prepare: {num_workers} workers")
+            start = time.perf_counter()
+            index = shard_writer.write_shards(data, out, num_shards=num_shards, num_workers=num_workers,
+                                              features=features, store=store, progress=False)
+            elapsed = time.perf_counter() - start
+            shutil.rmtree(out)
+            bar.update()
+            return elapsed, index
+
+        _, index = write(workers[0])  # untimed: fills the page cache, so the first timed run is not penalized
+        for _ in range(repeats):
+            for w in workers:
+                seconds[w].append(write(w)[0])
+    bar.close()
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    import tensorflow as tf
+
+    machine = {"cores": os.cpu_count(), "usable_cores": usable, "tf_version": tf.__version__,
+               "python": platform.python_version(), "platform": platform.platform()}
+    settings = {"data": os.path.abspath(data), "num_shards": num_shards, "store": store, "repeats": repeats,
+                "num_examples": index["num_examples"], "rejected": len(index.get("rejected", [])),
+                "features": dataclasses.asdict(features)}
+    return PrepareResult(settings, machine, {w: tuple(s) for w, s in seconds.items()})

@@ -1,0 +1,257 @@
+"""Both ends of a `tfpipe bench` worker process: what runs inside it, and the parent's handle.
+
+A worker imports TensorFlow, then serves commands from its pipe: "build" (build the
+variant's dataset, time the first batch, take the warm-up batches), "time" (one
+turn), "stages" (single-thread rate of each stage of the wav chain) and "stop".
+The parent's `Worker` freezes the process with SIGSTOP whenever it is not serving a
+command, so an idle variant's tf.data threads never run while another is timed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import os
+import signal
+import sys
+import time
+from typing import TYPE_CHECKING, Any, Sequence
+
+from tfpipe import sources
+from tfpipe.errors import DataError
+
+if TYPE_CHECKING:
+    from tfpipe.bench import Variant
+
+SETTLE_BATCHES = 1  # untimed at the start of every turn: the one whose making spans the pause
+FREEZE = hasattr(signal, "SIGSTOP")
+# Imported once by the fork server; each worker forks from it instead of importing TensorFlow anew.
+PRELOAD = ["tensorflow", "tfpipe.pipeline", "tfpipe.bench_worker"]
+
+
+def context() -> Any:
+    """The multiprocessing context workers start from: a TensorFlow-preloaded fork server if possible."""
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")  # fresh interpreter: no inherited TF threads or state
+    ctx = multiprocessing.get_context("forkserver")  # forks before TF starts any thread: safe and fast
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx
+
+
+def _rss_mb(key: str) -> float:
+    """VmRSS (now) or VmHWM (peak) of this process in MB; getrusage's peak where /proc is missing."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1 << 20 if sys.platform == "darwin" else 1 << 10)
+
+
+def _num_examples(batch: Any) -> int:
+    """Batch size of a (features, labels) batch."""
+    import tensorflow as tf
+
+    return int(tf.nest.flatten(batch)[-1].shape[0])
+
+
+def keras_recipe(data: str, v: Variant) -> Any:
+    """What a Keras user writes instead: audio_dataset_from_directory + the same log-mel map + prefetch."""
+    import tensorflow as tf
+
+    from tfpipe import audio
+
+    f = v.features
+    with contextlib.redirect_stdout(io.StringIO()):  # "Found N files belonging to K classes."
+        ds = tf.keras.utils.audio_dataset_from_directory(data, batch_size=v.pipeline.batch_size, shuffle=True,
+                                                         output_sequence_length=f.num_samples, seed=v.pipeline.seed)
+    ds = ds.map(lambda wav, label: ({f.feature_key: audio.compute_features(tf.squeeze(wav, -1), f)}, label),
+                num_parallel_calls=tf.data.AUTOTUNE)
+    return ds.prefetch(tf.data.AUTOTUNE).repeat()  # a fresh pass per epoch, as Keras fit iterates
+
+
+def _build(state: dict, job: dict, warmup: int) -> dict:
+    """Builds the variant's dataset; times build + first batch; takes `warmup` batches untimed."""
+    from tfpipe import pipeline
+
+    v = job["variant"]
+    start = time.perf_counter()
+    if v.kind == "keras":
+        ds = keras_recipe(job["data"], v)
+    else:
+        ds = pipeline.build_dataset(job["shards"] if v.kind == "shards" else job["data"], "train",
+                                    v.pipeline, v.features)
+    state["batches"] = iter(ds)
+    next(state["batches"])
+    first = time.perf_counter() - start
+    for _ in range(warmup):
+        next(state["batches"])
+    return {"first_batch_s": first}
+
+
+def _time(state: dict, job: dict, batches: int, step_s: float) -> dict:
+    """One turn: a settle batch, then `batches` timed, each followed by a simulated step."""
+    it = state["batches"]
+    for _ in range(SETTLE_BATCHES):
+        next(it)
+    examples, wait = 0, 0.0
+    start = time.perf_counter()
+    for _ in range(batches):
+        asked = time.perf_counter()
+        batch = next(it)
+        wait += time.perf_counter() - asked
+        examples += _num_examples(batch)
+        if step_s:
+            time.sleep(step_s)  # the accelerator's step: releases the GIL like a real one
+    return {"batches": batches, "examples": examples, "seconds": time.perf_counter() - start, "wait_s": wait}
+
+
+def one_thread_rate(ds: Any, per_element: int, budget_s: float) -> float:
+    """Examples/s of `ds` on one thread, counted in-graph (no Python per element)."""
+    import tensorflow as tf
+
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = 1
+    options.threading.max_intra_op_parallelism = 1
+    options.autotune.enabled = False
+    options.experimental_optimization.map_parallelization = False
+    ds = ds.with_options(options)
+    # Traced once with n as a tensor, so each call costs milliseconds, not a retrace.
+    reduce = tf.function(lambda n: ds.take(n).reduce(tf.constant(0, tf.int64), lambda total, _: total + 1))
+
+    def count(n: int) -> float:
+        start = time.perf_counter()
+        reduce(tf.constant(n, tf.int64))
+        return time.perf_counter() - start
+
+    count(2)  # traces the functions and opens the first files
+    n = 16
+    while True:
+        elapsed = count(n)
+        if elapsed >= budget_s / 2 or n >= 1 << 22:
+            return n * per_element / elapsed
+        n = max(2 * n, int(n * budget_s / max(elapsed, 1e-4)))
+
+
+def _stages(state: dict, job: dict, backends: Sequence[str], batch_size: int, budget_s: float) -> list:
+    """Single-thread rates of list -> read -> decode -> features -> batch, per backend."""
+    import tensorflow as tf
+
+    from tfpipe import audio
+
+    source = sources.find_examples(job["data"])
+    reports = []
+    for backend in backends:
+        f = dataclasses.replace(job["features"], backend=backend)
+        layout = sources.scan_wavs(source.paths, f)
+        files = tf.data.Dataset.from_tensor_slices(
+            ((list(source.paths), list(layout.offsets), list(layout.sizes)), list(source.labels))).repeat()
+
+        def read(file, label):
+            return (tf.io.read_file(file[0]), file[1], file[2]), label
+
+        def decode(file, label, f=f):
+            return audio.decode_pcm16(*file, f.num_samples), label
+
+        def featurize(waveform, label, f=f):
+            return audio.compute_features(waveform, f), label
+
+        chain = [files]
+        for fn in (read, decode, featurize):
+            chain.append(chain[-1].map(fn))
+        chain.append(chain[-1].batch(batch_size))
+        rates = [one_thread_rate(ds, batch_size if i == 4 else 1, budget_s) for i, ds in enumerate(chain)]
+        fused = files.map(lambda file, label: featurize(*decode(*read(file, label))))
+        vectorized = files.map(read).batch(batch_size).map(lambda file, label: featurize(*decode(file, label)))
+        reports.append({"backend": backend, "rates": tuple(rates),
+                        "fused_rate": one_thread_rate(fused, 1, budget_s),
+                        "vectorized_rate": one_thread_rate(vectorized, batch_size, budget_s)})
+    return reports
+
+
+_COMMANDS = {"build": _build, "time": _time, "stages": _stages}
+
+
+def worker_main(conn: Any, job: dict) -> None:
+    """A worker process: imports TensorFlow, then serves the parent's commands until "stop"."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    try:
+        import tensorflow as tf
+
+        tf.get_logger().setLevel("ERROR")
+        conn.send(("ok", {"import_rss_mb": _rss_mb("VmRSS"), "tf_version": tf.__version__,
+                          "gpu": bool(tf.config.list_physical_devices("GPU"))}))
+        state: dict = {}
+        while True:
+            command, kwargs = conn.recv()
+            if command == "stop":
+                conn.send(("ok", {"peak_rss_mb": _rss_mb("VmHWM")}))
+                break
+            conn.send(("ok", _COMMANDS[command](state, job, **kwargs)))
+    except (EOFError, KeyboardInterrupt):
+        pass  # the parent is gone or interrupted: nobody to report to
+    except Exception as e:  # reported to the parent, which raises it with the variant's name
+        conn.send(("error", (type(e).__name__, str(e))))
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # No interpreter teardown: destroying live tf.data iterators and TensorFlow's thread
+        # pools takes seconds per process, and nothing is left to save.
+        os._exit(0)
+
+
+class Worker:
+    """A worker process and its pipe, frozen (SIGSTOP) whenever it is not serving a command."""
+
+    def __init__(self, ctx: Any, name: str, job: dict):
+        self.name = name
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=worker_main, args=(child, job), daemon=True)
+        self.process.start()
+        child.close()
+
+    def _signal(self, sig: str) -> None:
+        if FREEZE:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.process.pid, getattr(signal, sig))
+
+    def receive(self, freeze: bool = True) -> dict:
+        """The reply to the last command; the worker is frozen once it has replied (if `freeze`)."""
+        try:
+            status, payload = self.conn.recv()
+        except EOFError:
+            self.process.join(5)
+            raise RuntimeError(f"bench worker for {self.name!r} exited (code {self.process.exitcode}) "
+                               f"without replying; out of memory? try fewer variants") from None
+        if freeze:
+            self._signal("SIGSTOP")
+        if status == "error":
+            kind, message = payload
+            error = {"DataError": DataError, "ValueError": ValueError}.get(kind, RuntimeError)
+            raise error(f"variant {self.name!r}: {kind}: {message}")
+        return payload
+
+    def call(self, command: str, **kwargs: Any) -> dict:
+        """Thaws the worker, runs `command` there, waits for the reply; "stop" leaves it running to exit."""
+        self._signal("SIGCONT")
+        self.conn.send((command, kwargs))
+        return self.receive(freeze=command != "stop")
+
+    def close(self) -> None:
+        """Thaws and ends the process (it exits on its own once the pipe closes)."""
+        self._signal("SIGCONT")
+        self.conn.close()
+        self.process.join(10)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+
+
