@@ -110,7 +110,8 @@ def test_round_trip_equals_online_features_every_example_once(corpus, tmp_path, 
 
 def test_shards_split_across_input_pipelines_cover_everything_once(corpus, tmp_path):
     _write(corpus, tmp_path / "shards")
-    parts = [_examples(tmp_path / "shards", input_context=tf.distribute.InputContext(2, i))[0] for i in (0, 1)]
+    parts = [_examples(tmp_path / "shards", input_context=tf.distribute.InputContext(2, i))[0]
+             for i in (0, 1)]
     assert len(parts[0]) + len(parts[1]) == 12
     nearest, _ = _match(np.concatenate(parts), _examples(corpus)[0])
     assert sorted(nearest) == list(range(12))
@@ -118,8 +119,8 @@ def test_shards_split_across_input_pipelines_cover_everything_once(corpus, tmp_p
 
 def test_train_mode_is_endless_and_float32(corpus, tmp_path):
     _write(corpus, tmp_path / "shards")
-    ds = tfpipe.build_dataset(tmp_path / "shards", "train", tfpipe.PipelineConfig.optimized(batch_size=5, seed=1),
-                              FEAT)
+    pipe = tfpipe.PipelineConfig.optimized(batch_size=5, seed=1)
+    ds = tfpipe.build_dataset(tmp_path / "shards", "train", pipe, FEAT)
     batches = list(ds.take(10))  # 50 examples from 12: repeats
     assert len(batches) == 10
     assert batches[0][0]["log_mel"].dtype == tf.float32 and batches[0][1].dtype == tf.int64
@@ -159,7 +160,8 @@ def test_killed_run_leaves_no_half_shard_and_rerun_ends_identical(tmp_path):
                             stderr=subprocess.PIPE)
     first = out / "train-00000-of-00006.tfrecord"
     deadline = time.time() + 90
-    while not (os.path.exists(shards.sidecar_path(str(first))) and glob.glob(str(out / ".train-00001-*.tmp-*"))):
+    half = str(out / ".train-00001-*.tmp-*")
+    while not (os.path.exists(shards.sidecar_path(str(first))) and glob.glob(half)):
         assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
         assert time.time() < deadline, "the writer never finished its first shard"
         time.sleep(0.05)
@@ -245,6 +247,16 @@ def test_bad_file_fails_naming_it_by_default(tmp_path, kind):
     assert glob.glob(str(tmp_path / "shards" / "*")) == []  # nothing half-written is left
 
 
+def test_a_worker_process_failure_names_the_file(tmp_path):
+    root = tmp_path / "data"
+    for i in range(4):
+        _sine(str(root / "a" / f"good{i}.wav"))
+    bad = _bad_file(str(root / "b" / "cut.wav"), "truncated")
+    with pytest.raises(tfpipe.DataError, match=rf"{re.escape(bad)}: truncated.*writing train-0000"):
+        _write(root, tmp_path / "shards", num_shards=2, num_workers=2)
+    assert not os.path.exists(tmp_path / "shards" / "tfpipe.json")
+
+
 def test_bad_files_are_skipped_and_listed_and_counts_add_up(tmp_path):
     root = tmp_path / "data"
     for i in range(3):
@@ -265,7 +277,8 @@ def test_bad_files_are_skipped_and_listed_and_counts_add_up(tmp_path):
 # --- damage ---------------------------------------------------------------------------------
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "tfpipe.cli", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "tfpipe.cli", *args], capture_output=True, text=True,
+                          timeout=120)
 
 
 def test_cli_prepare_then_inspect_verify_names_a_corrupted_shard(corpus, tmp_path):
@@ -300,7 +313,8 @@ def test_shard_with_wrong_size_fails_when_the_dataset_is_built(corpus, tmp_path)
     victim = out / index["shards"][2]["file"]
     with open(victim, "r+b") as f:
         f.truncate(victim.stat().st_size - 100)
-    with pytest.raises(tfpipe.DataError, match=rf"{re.escape(str(victim))}: damaged shard: \d+ bytes on disk but .* lists"):
+    damaged = rf"{re.escape(str(victim))}: damaged shard: \d+ bytes on disk but .* lists"
+    with pytest.raises(tfpipe.DataError, match=damaged):
         tfpipe.build_dataset(out, "train", None, FEAT)
 
 
@@ -327,7 +341,8 @@ def _ops(shard_dir, features=FEAT, **toggles):
 
 
 _OPTIMIZED = ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3", "ParallelInterleaveDatasetV4",
-              "ShuffleDatasetV3", "BatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset", "OptionsDataset"]
+              "ShuffleDatasetV3", "BatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset",
+              "OptionsDataset"]
 
 
 @pytest.mark.parametrize("toggle,expected", [
@@ -343,8 +358,9 @@ _OPTIMIZED = ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3", "Parall
     ("vectorize", ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3", "ParallelInterleaveDatasetV4",
                    "ShuffleDatasetV3", "ParallelMapDatasetV2", "BatchDatasetV2", "PrefetchDataset",
                    "OptionsDataset"]),
-    ("parallel_map", ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3", "ParallelInterleaveDatasetV4",
-                      "ShuffleDatasetV3", "BatchDatasetV2", "MapDataset", "PrefetchDataset", "OptionsDataset"]),
+    ("parallel_map", ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3",
+                      "ParallelInterleaveDatasetV4", "ShuffleDatasetV3", "BatchDatasetV2", "MapDataset",
+                      "PrefetchDataset", "OptionsDataset"]),
     ("prefetch", _OPTIMIZED[:-2] + ["OptionsDataset"]),
 ])
 def test_each_toggle_changes_the_shard_chain(corpus, tmp_path, toggle, expected):
@@ -356,7 +372,8 @@ def test_each_toggle_changes_the_shard_chain(corpus, tmp_path, toggle, expected)
 def test_cache_fuse_maps_and_deterministic_change_the_shard_chain(corpus, tmp_path):
     _write(corpus, tmp_path / "shards", store="waveform")
     cached = _ops(tmp_path / "shards", cache="memory")
-    assert cached[:4] == ["TensorSliceDataset", "ParallelInterleaveDatasetV4", "CacheDatasetV2", "RepeatDataset"]
+    assert cached[:4] == ["TensorSliceDataset", "ParallelInterleaveDatasetV4", "CacheDatasetV2",
+                          "RepeatDataset"]
     # Stored waveforms, log-mel asked for: parse and features are one map, or two when not fused.
     assert _ops(tmp_path / "shards").count("ParallelMapDatasetV2") == 1
     assert _ops(tmp_path / "shards", fuse_maps=False).count("ParallelMapDatasetV2") == 2
@@ -370,6 +387,6 @@ def test_cache_fuse_maps_and_deterministic_change_the_shard_chain(corpus, tmp_pa
 
 def test_naive_chain_reads_shards_one_by_one_and_parses_per_example(corpus, tmp_path):
     _write(corpus, tmp_path / "shards")
-    naive = dataset_ops(tfpipe.build_dataset(tmp_path / "shards", "train", tfpipe.PipelineConfig.naive(), FEAT))
-    assert naive == ["TensorSliceDataset", "FlatMapDataset", "ShuffleDatasetV3", "MapDataset", "BatchDatasetV2",
-                     "RepeatDataset", "OptionsDataset"]
+    naive = tfpipe.build_dataset(tmp_path / "shards", "train", tfpipe.PipelineConfig.naive(), FEAT)
+    assert dataset_ops(naive) == ["TensorSliceDataset", "FlatMapDataset", "ShuffleDatasetV3", "MapDataset",
+                                  "BatchDatasetV2", "RepeatDataset", "OptionsDataset"]

@@ -10,6 +10,7 @@ the same command skips shards that are complete. The index is written last.
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import dataclasses
 import functools
@@ -44,8 +45,10 @@ class WriteStats:
 
     Attributes:
       seconds: wall time of the call.
-      startup_seconds: of which spent before every worker process was ready (TensorFlow
-        loaded, feature function traced); the rest is the steady-state writing time.
+      startup_seconds: until the first worker process was ready (TensorFlow loaded, feature
+        function traced), including finding the inputs and planning.
+      writing_seconds: from then until the last shard was written: examples/s over this
+        span is what more workers speed up.
       processed: examples decoded and featurized by this call.
       resumed_shards: shards already complete from an earlier run (checked, not rewritten).
       shards: shards this host is responsible for.
@@ -53,6 +56,7 @@ class WriteStats:
 
     seconds: float
     startup_seconds: float
+    writing_seconds: float
     processed: int
     resumed_shards: int
     shards: int
@@ -111,8 +115,9 @@ def write_shards(data: Union[str, os.PathLike, sources.Source], out_dir: Union[s
 
 
 def write_shards_with_stats(data: Union[str, os.PathLike, sources.Source], out_dir: Union[str, os.PathLike],
-                            num_shards: int = 16, num_workers: int = 1, features: Optional[FeatureConfig] = None,
-                            store: str = "log_mel", split: str = "train", seed: int = 0, on_error: str = "fail",
+                            num_shards: int = 16, num_workers: int = 1,
+                            features: Optional[FeatureConfig] = None, store: str = "log_mel",
+                            split: str = "train", seed: int = 0, on_error: str = "fail",
                             dtype: str = "float16", worker_index: int = 0, num_hosts: int = 1, *,
                             progress: bool = True) -> tuple[dict, WriteStats]:
     """`write_shards`, also returning WriteStats (for the CLI's summary)."""
@@ -123,15 +128,21 @@ def write_shards_with_stats(data: Union[str, os.PathLike, sources.Source], out_d
     if source.kind != "wav":
         raise ValueError(f"{source.root}: already a shard folder; write_shards needs a wav folder or CSV")
     out_dir = os.path.abspath(os.fspath(out_dir))
-    os.makedirs(out_dir, exist_ok=True)
     base = source.root if os.path.isdir(source.root) else os.path.dirname(source.root)
+    if out_dir == os.path.abspath(base):
+        raise ValueError(f"{out_dir}: the output folder is the input folder; its tfpipe.json would turn the "
+                         f"wav folder into a shard folder. Pick another --output")
+    if num_hosts > num_shards:
+        raise ValueError(f"num_hosts={num_hosts} but num_shards={num_shards}: "
+                         f"every host needs a shard to write")
+    os.makedirs(out_dir, exist_ok=True)
     names = [os.path.relpath(p, base) for p in source.paths]
     plan = shards.plan_shards(source.labels, num_shards, seed=seed, split=split)
     jobs = [_Job(spec, out_dir, tuple(source.paths[i] for i in spec.examples),
                  tuple(names[i] for i in spec.examples), tuple(source.labels[i] for i in spec.examples),
                  len(source.class_names), features, store, dtype, on_error)
             for spec in plan[worker_index::num_hosts]]
-    manifests, ready = _run_jobs(jobs, num_workers, progress)
+    manifests, ready, done = _run_jobs(jobs, num_workers, progress)
 
     stored = dataclasses.replace(features, output=store)  # store names a FeatureConfig.output value
     header = {"format": shards.FORMAT, "version": shards.VERSION, "split": split,
@@ -149,7 +160,8 @@ def write_shards_with_stats(data: Union[str, os.PathLike, sources.Source], out_d
         index = shards.merge_index(out_dir) if len(parts) == num_hosts else part
     resumed = sum(m["resumed"] for m in manifests)
     processed = sum(len(j.spec.examples) for j, m in zip(jobs, manifests) if not m["resumed"])
-    return index, WriteStats(time.perf_counter() - start, ready - start, processed, resumed, len(jobs))
+    return index, WriteStats(time.perf_counter() - start, ready - start, done - ready, processed, resumed,
+                             len(jobs))
 
 
 def _check_args(num_workers, store, on_error, dtype, worker_index, num_hosts) -> None:
@@ -161,7 +173,8 @@ def _check_args(num_workers, store, on_error, dtype, worker_index, num_hosts) ->
     if num_workers < 0:
         raise ValueError(f"num_workers={num_workers}: must be >= 0 (0 = write in this process)")
     if num_hosts < 1 or not 0 <= worker_index < num_hosts:
-        raise ValueError(f"worker_index={worker_index}, num_hosts={num_hosts}: need 0 <= worker_index < num_hosts")
+        raise ValueError(f"worker_index={worker_index}, num_hosts={num_hosts}: "
+                         f"need 0 <= worker_index < num_hosts")
 
 
 # --- running the jobs ----------------------------------------------------------------------
@@ -169,11 +182,12 @@ def _check_args(num_workers, store, on_error, dtype, worker_index, num_hosts) ->
 _report: Callable[[int], None] = lambda n: None  # noqa: E731  (set per worker process by _init_worker)
 
 
-def _run_jobs(jobs: Sequence[_Job], num_workers: int, progress: bool) -> tuple[list[dict], float]:
+def _run_jobs(jobs: Sequence[_Job], num_workers: int, progress: bool) -> tuple[list[dict], float, float]:
     """Runs every job (in worker processes unless num_workers == 0).
 
     Returns:
-      The manifests in job order, and the time.perf_counter() when every worker was ready.
+      The manifests in job order, the time.perf_counter() when the first worker was ready,
+      and when the last shard was done.
     """
     from tqdm import tqdm
 
@@ -181,42 +195,44 @@ def _run_jobs(jobs: Sequence[_Job], num_workers: int, progress: bool) -> tuple[l
     with tqdm(total=total, unit="clip", desc="tfpipe prepare", disable=not progress, smoothing=0.1) as bar:
         if num_workers == 0:
             ready = time.perf_counter()
-            return [write_shard(job, bar.update) for job in jobs], ready
+            return [write_shard(job, bar.update) for job in jobs], ready, time.perf_counter()
         context = multiprocessing.get_context("spawn")  # fork would copy TensorFlow's threads
         done_queue = context.Queue()
-        workers = min(num_workers, len(jobs))
-        readiness = {"at": time.perf_counter()}
+        ready: list[float] = []
         manifests: dict[int, dict] = {}
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
-                                                    initargs=(done_queue, jobs[0].features, jobs[0].store)) as pool:
+        pool = concurrent.futures.ProcessPoolExecutor(min(num_workers, len(jobs)), mp_context=context,
+                                                      initializer=_init_worker,
+                                                      initargs=(done_queue, jobs[0].features, jobs[0].store))
+        try:
             futures = {pool.submit(_pool_job, job): job for job in jobs}
             pending = set(futures)
             while pending:
                 finished, pending = concurrent.futures.wait(pending, timeout=0.2,
                                                             return_when=concurrent.futures.FIRST_COMPLETED)
-                _drain(done_queue, bar, readiness)
+                _drain(done_queue, bar, ready)
                 for future in finished:
                     job = futures[future]
                     try:
                         manifests[job.spec.index] = future.result()
                     except concurrent.futures.process.BrokenProcessPool as e:
-                        pool.shutdown(wait=False, cancel_futures=True)
-                        raise RuntimeError(f"a worker process died while writing {job.spec.file} (out of "
-                                           f"memory?); finished shards are kept: rerun the same command") from e
-                    except Exception:
-                        pool.shutdown(wait=False, cancel_futures=True)  # running shards still finish
-                        raise
-        _drain(done_queue, bar, readiness)
-        return [manifests[job.spec.index] for job in jobs], readiness["at"]
+                        raise RuntimeError(f"a worker process died while writing {job.spec.file} (out "
+                                           f"of memory?); finished shards are kept: rerun the same "
+                                           f"command") from e
+        finally:
+            # No waiting for the workers' TensorFlow teardown; after an error, running shards finish.
+            pool.shutdown(wait=False, cancel_futures=True)
+        done = time.perf_counter()
+        bar.update(total - bar.n)  # the last reports may still be in the queue; the manifests count
+        return [manifests[job.spec.index] for job in jobs], (ready or [done])[0], done
 
 
-def _drain(done_queue, bar, readiness: dict) -> None:
-    """Moves the workers' progress reports to the bar and notes when the last worker got ready."""
+def _drain(done_queue, bar, ready: list) -> None:
+    """Moves the workers' progress reports to the bar and notes when each worker got ready."""
     try:
         while True:
             message = done_queue.get_nowait()
             if message == _READY:
-                readiness["at"] = time.perf_counter()
+                ready.append(time.perf_counter())
             else:
                 bar.update(message)
     except queue_lib.Empty:
@@ -229,6 +245,11 @@ def _init_worker(done_queue, features: FeatureConfig, store: str) -> None:
     _report = done_queue.put
     import soundfile  # noqa: F401  (loaded now, so start-up is not counted as writing time)
     import tensorflow as tf
+
+    # Registered after TensorFlow's own handlers, so it runs first at exit: skips their ~1 s
+    # teardown. Safe here: every shard is closed and fsynced, and multiprocessing has already
+    # flushed this worker's queues when the interpreter starts to exit.
+    atexit.register(os._exit, 0)
 
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -273,8 +294,8 @@ def write_shard(job: _Job, report: Callable[[int], None]) -> dict:
                         kept.append(i)
                     except DataError as e:
                         if job.on_error == "fail":
-                            raise DataError(f"{e} (writing {job.spec.file}; rerun with --on_error=skip to list "
-                                            f"such files as rejected instead)") from None
+                            raise DataError(f"{e} (writing {job.spec.file}; rerun with --on_error=skip "
+                                            f"to list such files as rejected instead)") from None
                         rejected.append({"path": job.names[i], "reason": str(e).split(": ", 1)[-1]})
                 for i, values in zip(kept, _featurize(clips, job)):
                     writer.write(_example(job.store, values.tobytes(), job.labels[i], job.names[i]))
@@ -287,7 +308,7 @@ def write_shard(job: _Job, report: Callable[[int], None]) -> dict:
                     "class_counts": counts.tolist(), "rejected": rejected}
         os.replace(tmp, final)
         shards.fsync_dir(job.out_dir)
-        shards.write_json_atomic(shards.sidecar_path(final), manifest)  # written after the shard: sidecar => complete
+        shards.write_json_atomic(shards.sidecar_path(final), manifest)  # after the shard: sidecar => whole
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
@@ -297,7 +318,8 @@ def write_shard(job: _Job, report: Callable[[int], None]) -> dict:
 def _job_key(job: _Job) -> str:
     """Identifies what a shard was made from; a sidecar with another key belongs to another command."""
     stats = [os.stat(path) for path in job.paths]  # an edited input changes size or mtime
-    inputs = [(name, label, st.st_size, st.st_mtime_ns) for name, label, st in zip(job.names, job.labels, stats)]
+    inputs = [(name, label, st.st_size, st.st_mtime_ns)
+              for name, label, st in zip(job.names, job.labels, stats)]
     settings = [shards.VERSION, dataclasses.asdict(job.features), job.store, job.dtype, job.on_error,
                 job.spec.file, inputs]
     return hashlib.sha256(json.dumps(settings).encode()).hexdigest()
@@ -368,8 +390,8 @@ def load_clip(path: str, features: FeatureConfig) -> np.ndarray:
         with soundfile.SoundFile(path) as f:  # one open for header checks and samples
             short = _SHORT_DATA.search(f.extra_info or "")
             if short and int(short.group(1)) not in _STREAMED_SIZES:
-                raise DataError(f"{path}: truncated: the header promises {short.group(1)} bytes of samples but "
-                                f"the file holds {short.group(2)}; copy or export it again")
+                raise DataError(f"{path}: truncated: the header promises {short.group(1)} bytes of samples "
+                                f"but the file holds {short.group(2)}; copy or export it again")
             if f.frames == 0:
                 raise DataError(f"{path}: empty: no samples; remove it or record it again")
             rate, wanted = f.samplerate, math.ceil(features.clip_seconds * f.samplerate)

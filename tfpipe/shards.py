@@ -34,7 +34,8 @@ DTYPES = ("float16", "float32")
 LABEL_KEY = "label"
 PATH_KEY = "path"  # source path relative to the input folder: lets eval be checked for exactly-once
 # Fields that fix the stored values: shards are reusable only by a pipeline asking for the same ones.
-_LOG_MEL_FIELDS = ("sample_rate", "clip_seconds", "n_fft", "hop_length", "n_mels", "fmin", "fmax", "log_offset")
+_LOG_MEL_FIELDS = ("sample_rate", "clip_seconds", "n_fft", "hop_length", "n_mels", "fmin", "fmax",
+                   "log_offset")
 _WAVEFORM_FIELDS = ("sample_rate", "clip_seconds")
 _HASH_BLOCK = 1 << 20  # 1 MiB reads when hashing shards
 # Records the interleave takes from one shard before the next: amortizes its per-element hand-off
@@ -97,7 +98,8 @@ def plan_shards(labels: Sequence[int], num_shards: int, *, seed: int = 0,
       ValueError: fewer examples than shards, or a bad split name.
     """
     if not re.fullmatch(r"[A-Za-z0-9_.]+", split):
-        raise ValueError(f"split={split!r}: use letters, digits, '_' or '.' (it prefixes the shard file names)")
+        raise ValueError(f"split={split!r}: use letters, digits, '_' or '.' "
+                         f"(it prefixes the shard file names)")
     labels = np.asarray(labels, dtype=np.int64)
     if num_shards < 1 or num_shards > labels.size:
         raise ValueError(f"num_shards={num_shards} for {labels.size} examples: every shard needs at "
@@ -338,13 +340,15 @@ def _shard_stages(index: dict, p: PipelineConfig, f: FeatureConfig) -> list:
 def check_features(source: sources.Source, f: FeatureConfig) -> None:
     """DataError naming each field where the stored features differ from the requested ones."""
     index, where = source.index, os.path.join(source.root, INDEX_NAME)
-    if index.get("version") != VERSION or index.get("store") not in STORES or index.get("dtype") not in DTYPES:
+    known = index.get("store") in STORES and index.get("dtype") in DTYPES
+    if index.get("version") != VERSION or not known:
         raise DataError(f"{where}: version {index.get('version')!r}, store {index.get('store')!r}, dtype "
                         f"{index.get('dtype')!r} is not a shard format this tfpipe reads (version {VERSION}, "
                         f"store {'/'.join(STORES)}, dtype {'/'.join(DTYPES)}); rerun tfpipe prepare")
     if index["store"] == "log_mel" and f.output == "waveform":
-        raise DataError(f"{where}: the shards store log-mel features but FeatureConfig.output='waveform' asks for "
-                        f"waveforms; rerun `tfpipe prepare --store waveform` or ask for output='log_mel'")
+        raise DataError(f"{where}: the shards store log-mel features but FeatureConfig.output='waveform' "
+                        f"asks for waveforms; rerun `tfpipe prepare --store waveform` "
+                        f"or ask for output='log_mel'")
     stored = index["features"]
     fields = _LOG_MEL_FIELDS if index["store"] == "log_mel" else _WAVEFORM_FIELDS
     differ = [(k, stored.get(k), getattr(f, k)) for k in fields if stored.get(k) != getattr(f, k)]
@@ -402,7 +406,8 @@ def verify_shards(shard_dir: str) -> list[ShardCheck]:
                 if not problem and (labels.min() < 0 or labels.max() >= counts.size):
                     problem = f"label outside 0..{counts.size - 1}"
                 elif not problem and (lengths != record_bytes).any():
-                    problem = f"a record holds {lengths[lengths != record_bytes][0]} feature bytes, not {record_bytes}"
+                    wrong = lengths[lengths != record_bytes][0]
+                    problem = f"a record holds {wrong} feature bytes, not {record_bytes}"
                 counts += np.bincount(np.clip(labels, 0, counts.size - 1), minlength=counts.size)
                 duplicate = next((p for p in paths if p in seen), None)
                 if not problem and duplicate:
