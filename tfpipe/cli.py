@@ -79,20 +79,25 @@ def _define_prepare() -> None:
     from tfpipe.config import FeatureConfig
 
     flags.DEFINE_string("input", None, "Wav folder (one subfolder per class) or CSV manifest (path,label).")
-    flags.DEFINE_string("output", None, "Shard folder to write (a rerun finishes an interrupted one).", required=True)
+    flags.DEFINE_string("output", None, "Shard folder to write (a rerun finishes an interrupted one).",
+                        required=True)
     flags.DEFINE_integer("num_shards", 16, "Shard files in the whole dataset.", lower_bound=1)
     flags.DEFINE_integer("workers", 2, "Worker processes, each writing whole shards (0: in this process).",
                          lower_bound=0)
-    flags.DEFINE_enum("store", "log_mel", ["log_mel", "waveform"], "Store log-mel features or fixed-length waveforms.")
+    flags.DEFINE_enum("store", "log_mel", ["log_mel", "waveform"],
+                      "Store log-mel features or fixed-length waveforms.")
     flags.DEFINE_enum("dtype", "float16", ["float16", "float32"], "Storage dtype (read back as float32).")
     flags.DEFINE_string("split", "train", "Shard file name prefix.")
     flags.DEFINE_enum("on_error", "fail", ["fail", "skip"],
                       "Unreadable input: stop naming it, or skip it and list it in tfpipe.json's rejected.")
-    flags.DEFINE_integer("seed", 0, "Planner seed: which clip goes to which shard, record order.", lower_bound=0)
+    flags.DEFINE_integer("seed", 0, "Planner seed: which clip goes to which shard, record order.",
+                         lower_bound=0)
     flags.DEFINE_integer("worker_index", 0, "This host's number when several hosts write one dataset.",
                          lower_bound=0)
-    flags.DEFINE_integer("num_hosts", 1, "Hosts writing the dataset (each writes its own shards).", lower_bound=1)
-    flags.DEFINE_boolean("merge", False, "Only merge the hosts' partial indexes in --output into tfpipe.json.")
+    flags.DEFINE_integer("num_hosts", 1, "Hosts writing the dataset (each writes its own shards).",
+                         lower_bound=1)
+    flags.DEFINE_boolean("merge", False,
+                         "Only merge the hosts' partial indexes in --output into tfpipe.json.")
     for field in dataclasses.fields(FeatureConfig):
         if field.name in _PREPARE_FEATURE_FIELDS:
             tfpipe_flags._define(field, "FeatureConfig", FLAGS)  # pylint: disable=protected-access
@@ -112,9 +117,11 @@ def _run_prepare(argv: Sequence[str]) -> None:
             _print_written(index, FLAGS.output)
             return
         if not FLAGS.input:
-            _fail("--input is required: a wav folder (one subfolder per class) or a CSV manifest (path,label)")
+            _fail("--input is required: a wav folder (one subfolder per class) "
+                  "or a CSV manifest (path,label)")
         # Built here, not by tfpipe.flags.feature_config: this command's --output is a folder.
-        features = FeatureConfig(**{k: FLAGS[k].value for k in _PREPARE_FEATURE_FIELDS if FLAGS[k].value is not None})
+        features = FeatureConfig(**{k: FLAGS[k].value for k in _PREPARE_FEATURE_FIELDS
+                                    if FLAGS[k].value is not None})
         index, stats = shards.write_shards_with_stats(
             FLAGS.input, FLAGS.output, num_shards=FLAGS.num_shards, num_workers=FLAGS.workers,
             features=features, store=FLAGS.store, split=FLAGS.split, seed=FLAGS.seed,
@@ -123,12 +130,12 @@ def _run_prepare(argv: Sequence[str]) -> None:
     except (DataError, ValueError) as e:
         _fail(str(e))
     _print_written(index, FLAGS.output)
-    steady = stats.seconds - stats.startup_seconds
+    writing = max(stats.writing_seconds, 1e-9)
     print(f"processed {stats.processed:,} examples in {stats.seconds:.1f} s with {FLAGS.workers} workers: "
-          f"{stats.processed / stats.seconds:,.0f} examples/s "
-          f"({stats.processed / max(steady, 1e-9):,.0f} examples/s after {stats.startup_seconds:.1f} s start-up)"
-          + (f"; {stats.resumed_shards} of {stats.shards} shards were already complete" if stats.resumed_shards
-             else ""))
+          f"{stats.processed / stats.seconds:,.0f} examples/s; after {stats.startup_seconds:.1f} s start-up, "
+          f"{stats.processed / writing:,.0f} examples/s over {stats.writing_seconds:.1f} s"
+          + (f"; {stats.resumed_shards} of {stats.shards} shards were already complete"
+             if stats.resumed_shards else ""))
     if "host" in index:
         print(f"host {FLAGS.worker_index} of {FLAGS.num_hosts} done; the index is merged when every host has "
               f"finished (or run: tfpipe prepare --merge --output {FLAGS.output})")
@@ -195,8 +202,9 @@ def _run_inspect(argv: Sequence[str]) -> None:
         print(_table([["rejected", "reason"]] + [[r["path"], r["reason"]] for r in index["rejected"]]))
     damaged = [(s["file"], st) for s, st in zip(index["shards"], status) if st not in ("ok", "verified")]
     if damaged:
-        _fail(f"{len(damaged)} damaged shard(s): " + "; ".join(f"{os.path.join(root, f)}: {why}" for f, why in damaged)
-              + "; rerun the same tfpipe prepare command to rewrite them")
+        listed = "; ".join(f"{os.path.join(root, f)}: {why}" for f, why in damaged)
+        _fail(f"{len(damaged)} damaged shard(s): {listed}; "
+              f"rerun the same tfpipe prepare command to rewrite them")
     if FLAGS.verify:
         print(f"\nverified {len(index['shards'])} shards: checksums, record counts, labels and sizes match")
 
