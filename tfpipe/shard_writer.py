@@ -287,16 +287,7 @@ def write_shard(job: _Job, report: Callable[[int], None]) -> dict:
         with tf.io.TFRecordWriter(tmp) as writer:
             for start in range(0, len(job.paths), _CHUNK_EXAMPLES):
                 chunk = range(start, min(start + _CHUNK_EXAMPLES, len(job.paths)))
-                clips, kept = [], []
-                for i in chunk:
-                    try:
-                        clips.append(load_clip(job.paths[i], job.features))
-                        kept.append(i)
-                    except DataError as e:
-                        if job.on_error == "fail":
-                            raise DataError(f"{e} (writing {job.spec.file}; rerun with --on_error=skip "
-                                            f"to list such files as rejected instead)") from None
-                        rejected.append({"path": job.names[i], "reason": str(e).split(": ", 1)[-1]})
+                kept, clips = _load_chunk(job, chunk, rejected)
                 for i, values in zip(kept, _featurize(clips, job)):
                     writer.write(_example(job.store, values.tobytes(), job.labels[i], job.names[i]))
                     counts[job.labels[i]] += 1
@@ -313,6 +304,21 @@ def write_shard(job: _Job, report: Callable[[int], None]) -> dict:
         if os.path.exists(tmp):
             os.remove(tmp)
     return {**manifest, "resumed": False}
+
+
+def _load_chunk(job: _Job, chunk: range, rejected: list) -> tuple[list[int], list[np.ndarray]]:
+    """Decodes the clips at `chunk`; an unreadable one fails (on_error="fail") or joins `rejected`."""
+    kept, clips = [], []
+    for i in chunk:
+        try:
+            clips.append(load_clip(job.paths[i], job.features))
+            kept.append(i)
+        except DataError as e:
+            if job.on_error == "fail":
+                raise DataError(f"{e} (writing {job.spec.file}; rerun with --on_error=skip "
+                                f"to list such files as rejected instead)") from None
+            rejected.append({"path": job.names[i], "reason": str(e).removeprefix(f"{job.paths[i]}: ")})
+    return kept, clips
 
 
 def _job_key(job: _Job) -> str:
@@ -399,7 +405,8 @@ def load_clip(path: str, features: FeatureConfig) -> np.ndarray:
                 wanted += math.ceil(_RESAMPLE_MARGIN_SECONDS * rate)
             samples = f.read(frames=min(wanted, f.frames), dtype="float32", always_2d=True)
     except (RuntimeError, OSError) as e:  # soundfile's errors subclass RuntimeError
-        raise DataError(f"{path}: not readable audio ({e}); remove it or convert it to wav") from e
+        why = getattr(e, "error_string", None) or getattr(e, "strerror", None) or e  # without the path
+        raise DataError(f"{path}: not readable audio ({why}); remove it or convert it to wav") from e
     mono = samples.mean(axis=1) if samples.shape[1] > 1 else samples[:, 0]
     if rate != features.sample_rate:
         import librosa
