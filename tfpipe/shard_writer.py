@@ -279,7 +279,7 @@ def write_shard(job: _Job, report: Callable[[int], None]) -> dict:
     if manifest:
         report(len(job.spec.examples))
         return {**manifest, "resumed": True}
-    for stale in glob.glob(os.path.join(job.out_dir, f".{job.spec.file}.tmp-*")):
+    for stale in glob.glob(os.path.join(job.out_dir, f".{job.spec.file}*.tmp-*")):  # shard or sidecar
         os.remove(stale)  # left by a killed run; never visible under the final name
     tmp = os.path.join(job.out_dir, f".{job.spec.file}.tmp-{os.getpid()}")
     rejected, counts = [], np.zeros(job.num_classes, np.int64)

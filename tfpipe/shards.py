@@ -254,6 +254,16 @@ def shard_chain(source: sources.Source, mode: str, p: PipelineConfig, f: Feature
                 input_context: Optional[tf.distribute.InputContext]) -> tf.data.Dataset:
     """Shard files -> batches of ({key: float32}, int64 labels), before build_dataset's shared tail.
 
+    Args:
+      source: a shard folder's Source (its parsed index and shard paths).
+      mode: "train" (endless, shuffled) or "eval"/"predict" (one ordered pass, last batch kept).
+      p: the toggles; the tail (naive-order repeat, prefetch, options) is build_dataset's.
+      f: the features asked for; must match what the shards store.
+      input_context: each input pipeline then reads a disjoint subset of the shards.
+
+    Returns:
+      The dataset before build_dataset's shared tail.
+
     Raises:
       DataError: the shards store other features than `f` asks for, or a shard's size
         differs from the index (truncated or overwritten), naming the shard.
@@ -280,7 +290,7 @@ def shard_chain(source: sources.Source, mode: str, p: PipelineConfig, f: Feature
     else:
         ds = ds.flat_map(_read_shard)
     if p.cache:
-        ds = ds.cache("" if p.cache == "memory" else p.cache)  # serialized records: half the RAM of float32
+        ds = ds.cache("" if p.cache == "memory" else p.cache)  # serialized: float16 is half of parsed
         if train and p.repeat_before_shuffle:
             ds = ds.repeat()
     if train:
