@@ -15,8 +15,8 @@ import pytest
 
 from conftest import make_corpus
 from tfpipe import bench
-from tfpipe.bench_report import (STAGE_NAMES, BenchResult, RoundStats, StageReport, Turn, VariantResult, added_ms,
-                                 round_stats)
+from tfpipe.bench_report import (STAGE_NAMES, BenchResult, RoundStats, StageReport, Turn, VariantResult,
+                                 added_ms, round_stats)
 from tfpipe.config import TOGGLES, FeatureConfig, PipelineConfig
 from tfpipe.errors import DataError
 
@@ -30,9 +30,9 @@ VARIANT_KEYS = {"name", "kind", "reference", "note", "config", "examples_per_s",
                 "turns"}
 STAGE_KEYS = {"backend", "cores", "limiting", "fused_rate", "vectorized_rate", "ideal", "stages"}
 MACHINE_KEYS = {"cores", "usable_cores", "tf_version", "python", "platform", "gpu"}
-SETTINGS_KEYS = {"data", "shards", "num_examples", "num_classes", "variants", "baseline", "ablation", "batches",
-                 "turn_batches", "repeats", "warmup", "settle_batches", "step_ms", "batch_size", "stage_seconds",
-                 "features", "overrides", "frozen_while_idle"}
+SETTINGS_KEYS = {"data", "shards", "num_examples", "num_classes", "variants", "baseline", "ablation",
+                 "batches", "turn_batches", "repeats", "warmup", "settle_batches", "step_ms", "batch_size",
+                 "stage_seconds", "features", "overrides", "frozen_while_idle"}
 
 
 # --- statistics (pure) ---------------------------------------------------------------------------
@@ -52,7 +52,7 @@ def test_round_stats_takes_ratios_within_rounds_then_the_median():
 
 
 def test_round_stats_ratio_cancels_a_slow_round():
-    # Round 2 is 10x slower for everyone (drift): the ratio of medians would be 1.5, per round it is exactly 2.
+    # Rounds 2 and 4 are 10x slower for everyone (drift); per round the ratio is exactly 2 regardless.
     turns = {"a": _turns([1.0, 10.0, 1.0, 10.0]), "b": _turns([0.5, 5.0, 0.5, 5.0])}
     stats = round_stats(turns, {"a": "a", "b": "a"})
     assert stats["b"].ratio == pytest.approx(2.0)
@@ -79,7 +79,8 @@ def test_stage_costs_name_the_limiting_stage_and_the_ideal():
 
 def test_presets_and_typed_overrides():
     v = bench.parse_variant("optimized")
-    assert (v.kind, v.pipeline, v.features, v.changed) == ("pipeline", PipelineConfig.optimized(), FeatureConfig(), ())
+    assert (v.kind, v.pipeline, v.features, v.changed) == ("pipeline", PipelineConfig.optimized(),
+                                                           FeatureConfig(), ())
     v = bench.parse_variant("naive:backend=librosa, batch_size=32,fmax=none", FEAT)
     assert v.pipeline == PipelineConfig.naive(batch_size=32)
     assert v.features == dataclasses.replace(FEAT, backend="librosa", fmax=None)
@@ -92,7 +93,8 @@ def test_presets_and_typed_overrides():
 
 
 def test_common_overrides_apply_first_and_the_spec_wins():
-    v = bench.parse_variant("naive:batch_size=8", overrides={"batch_size": 16, "n_mels": 32, "prefetch": True})
+    common = {"batch_size": 16, "n_mels": 32, "prefetch": True}
+    v = bench.parse_variant("naive:batch_size=8", overrides=common)
     assert (v.pipeline.batch_size, v.pipeline.prefetch, v.features.n_mels) == (8, True, 32)
     assert v.changed == ("batch_size",)
 
@@ -114,7 +116,7 @@ def test_keras_and_shards_specs():
     ("naive:batch_size=big", r"batch_size='big': expected an integer"),
     ("naive:clip_seconds=long", r"clip_seconds='long': expected a number"),
     ("naive:backend=torch", r"backend='torch': allowed values are tf, librosa"),
-    ("optimized:batch_size=0", r"variant 'optimized:batch_size=0': PipelineConfig.batch_size=0: must be >= 1"),
+    ("optimized:batch_size=0", r"'optimized:batch_size=0': PipelineConfig.batch_size=0: must be >= 1"),
     ("keras:prefetch=false", r"keras takes only batch_size, seed and FeatureConfig fields, not prefetch"),
     ("optimized:n_mels", r"'n_mels' is not field=value"),
     ("optimized:nofuse", r"'nofuse' is not field=value"),
@@ -125,7 +127,8 @@ def test_bad_specs_say_what_is_allowed(spec, message):
 
 
 def test_split_variants_keeps_overrides_with_their_variant():
-    assert bench.split_variants("naive,optimized:fuse_maps=false,n_mels=40,keras,shards:naive,noprefetch") == [
+    text = "naive,optimized:fuse_maps=false,n_mels=40,keras,shards:naive,noprefetch"
+    assert bench.split_variants(text) == [
         "naive", "optimized:fuse_maps=false,n_mels=40", "keras", "shards:naive,noprefetch"]
     assert bench.split_variants("naive, noprefetch,batch_size=8") == ["naive:noprefetch,batch_size=8"]
 
@@ -149,11 +152,11 @@ def test_ablation_flips_every_toggle_alone_and_the_backend():
         assert sorted(f for v in flipped for f in v.changed) == sorted((*TOGGLES, "backend"))
         for v in flipped:
             (field,) = v.changed
-            config = v.features if field == "backend" else v.pipeline
-            assert getattr(config, field) != getattr(base.features if field == "backend" else base.pipeline, field)
-            assert dataclasses.replace(config, **{field: getattr(base.features if field == "backend"
-                                                                 else base.pipeline, field)}) == (
-                base.features if field == "backend" else base.pipeline)  # nothing else changed
+            side = "features" if field == "backend" else "pipeline"
+            config, base_config = getattr(v, side), getattr(base, side)
+            assert getattr(config, field) != getattr(base_config, field)
+            unflipped = dataclasses.replace(config, **{field: getattr(base_config, field)})
+            assert unflipped == base_config  # nothing else changed
     assert by_name["optimized:fuse_maps=false"].pipeline.fuse_maps is False
     assert by_name["naive:parallel_map=true"].pipeline.parallel_map is True
     assert by_name["naive:prefetch_to_device=true"].pipeline.prefetch_to_device is True
@@ -261,9 +264,10 @@ def test_run_times_two_variants_in_worker_processes(tiny, tmp_path):
 
 def test_worker_errors_name_the_variant(tiny):
     # The parent checks the files with the base features; this variant's sample rate fails in its worker.
-    with pytest.raises(DataError, match=r"(?s)variant 'optimized:sample_rate=8000'.*sample rate 16000 Hz, expected 8000 Hz"):
-        bench.run(tiny, ["naive", "optimized:sample_rate=8000"], batches=1, repeats=1, warmup=0, features=FEAT,
-                  overrides={"batch_size": 4}, stages=False, progress=False)
+    message = r"(?s)variant 'optimized:sample_rate=8000'.*sample rate 16000 Hz, expected 8000 Hz"
+    with pytest.raises(DataError, match=message):
+        bench.run(tiny, ["naive", "optimized:sample_rate=8000"], batches=1, repeats=1, warmup=0,
+                  features=FEAT, overrides={"batch_size": 4}, stages=False, progress=False)
     assert multiprocessing.active_children() == []
 
 
@@ -274,8 +278,20 @@ def test_run_rejects_missing_inputs_before_starting_workers(tiny):
         bench.run(tiny, ["naive"], repeats=0, progress=False)
 
 
-@pytest.mark.skipif(not os.path.exists(os.path.join(os.path.dirname(bench.__file__), "shard_writer.py")),
-                    reason="tfpipe.write_shards not built yet")
+def test_shards_variants_read_the_shard_folder(tiny, tmp_path):
+    import tfpipe
+
+    shard_dir = str(tmp_path / "shards")
+    tfpipe.write_shards(tiny, shard_dir, num_shards=2, num_workers=0, features=FEAT, progress=False)
+    result = bench.run(tiny, ["shards", "shards:naive"], shards=shard_dir, batches=1, repeats=1, warmup=0,
+                       features=FEAT, overrides={"batch_size": 4}, stages=False, progress=False)
+    assert [(v.kind, v.config["pipeline"]["fuse_maps"]) for v in result.variants] == [("shards", True),
+                                                                                       ("shards", False)]
+    assert all(v.turns[0].examples == 4 and v.ideal is None for v in result.variants)
+    with pytest.raises(ValueError, match="not a shard folder"):
+        bench.run(tiny, ["shards"], shards=tiny, progress=False)
+
+
 def test_prepare_times_each_worker_count(tiny):
     result = bench.run_prepare(tiny, workers=(0, 1), repeats=1, num_shards=2, features=FEAT, progress=False)
     assert set(result.seconds) == {0, 1} and all(len(s) == 1 and s[0] > 0 for s in result.seconds.values())
@@ -287,8 +303,9 @@ def test_prepare_times_each_worker_count(tiny):
 
 def test_cli_help_explains_itself():
     tfpipe_script = os.path.join(os.path.dirname(sys.executable), "tfpipe")  # the installed console script
-    out = subprocess.run([tfpipe_script, "bench", "--help"], capture_output=True, text=True, check=True).stdout
-    for text in ("--variants", "optimized:fuse_maps=false", "naive:backend=librosa", "keras", "--[no]ablation",
-                 "--step_ms", "--batches", "--repeats", "--warmup", "--json", "--plot", "--shards", "--[no]prepare",
-                 "--workers", "--batch_size", "--n_mels"):
+    out = subprocess.run([tfpipe_script, "bench", "--help"], capture_output=True, text=True,
+                         check=True).stdout
+    for text in ("--variants", "optimized:fuse_maps=false", "naive:backend=librosa", "keras",
+                 "--[no]ablation", "--step_ms", "--batches", "--repeats", "--warmup", "--json", "--plot",
+                 "--shards", "--[no]prepare", "--workers", "--batch_size", "--n_mels"):
         assert text in out, text

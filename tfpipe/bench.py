@@ -101,7 +101,8 @@ def parse_value(field: str, text: str) -> Any:
         try:
             return kind(text)
         except ValueError:
-            raise ValueError(f"{field}={text!r}: expected {'an integer' if kind is int else 'a number'}") from None
+            expected = "an integer" if kind is int else "a number"
+            raise ValueError(f"{field}={text!r}: expected {expected}") from None
     choices = spec.metadata.get("choices")
     if choices and text not in choices:
         raise ValueError(f"{field}={text!r}: allowed values are {', '.join(choices)}")
@@ -147,8 +148,9 @@ def parse_variant(spec: str, features: Optional[FeatureConfig] = None,
     name = spec.strip()
     base, _, rest = (part.strip() for part in name.partition(":"))
     if base not in BASES:
-        raise ValueError(f"variant {spec!r}: unknown name {base!r}; allowed: {', '.join(BASES)}, each optionally "
-                         f"with :field=value,... (e.g. optimized:fuse_maps=false, naive:backend=librosa)")
+        raise ValueError(f"variant {spec!r}: unknown name {base!r}; allowed: {', '.join(BASES)}, "
+                         f"each optionally with :field=value,... "
+                         f"(e.g. optimized:fuse_maps=false, naive:backend=librosa)")
     items = [i.strip() for i in rest.split(",") if i.strip()]
     preset = "naive" if base == "naive" else "optimized"
     if base == "shards" and items and items[0] in PRESETS:
@@ -172,7 +174,10 @@ def parse_variant(spec: str, features: Optional[FeatureConfig] = None,
 
 
 def split_variants(text: str) -> list[str]:
-    """'naive,optimized:fuse_maps=false,n_mels=40,keras' -> ['naive', 'optimized:fuse_maps=false,n_mels=40', 'keras'].
+    """Splits a comma-separated variant list, keeping each variant's overrides with it.
+
+    'naive,optimized:fuse_maps=false,n_mels=40,keras' ->
+    ['naive', 'optimized:fuse_maps=false,n_mels=40', 'keras'].
 
     A comma starts a new variant only before a name (the part before ':' is one of
     BASES); anything else continues the previous variant's overrides.
@@ -239,12 +244,14 @@ def _note(v: Variant, source_kind: str, gpu: bool) -> str:
 
 
 def _machine(ready: dict) -> dict[str, Any]:
+    """Cores, usable cores, versions, platform and GPU, from a worker's ready report."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {"cores": os.cpu_count(), "usable_cores": usable, "tf_version": ready["tf_version"],
             "python": platform.python_version(), "platform": platform.platform(), "gpu": ready["gpu"]}
 
 
 def _progress(total: int, enabled: bool) -> Any:
+    """A single-line tqdm bar on stderr whose description names the current step."""
     from tqdm import tqdm
 
     return tqdm(total=total, file=sys.stderr, disable=not enabled, leave=False, dynamic_ncols=True,
@@ -252,7 +259,8 @@ def _progress(total: int, enabled: bool) -> Any:
 
 
 def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] = DEFAULT_VARIANTS, *,
-        shards: Optional[Union[str, os.PathLike]] = None, ablation: bool = False, baseline: Optional[str] = None,
+        shards: Optional[Union[str, os.PathLike]] = None, ablation: bool = False,
+        baseline: Optional[str] = None,
         step_ms: float = 0.0, batches: Optional[int] = None, repeats: int = 5, warmup: int = 3,
         features: Optional[FeatureConfig] = None, overrides: Optional[Mapping[str, Any]] = None,
         stages: bool = True, stage_seconds: float = 0.5, progress: bool = True) -> BenchResult:
@@ -283,22 +291,23 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
       ValueError / DataError: bad variant specs, settings or data, by name.
     """
     started = time.perf_counter()
-    for name, value, low in (("batches", batches or 1, 1), ("repeats", repeats, 1), ("warmup", warmup, 0),
+    for name, value, low in (("batches", batches, 1), ("repeats", repeats, 1), ("warmup", warmup, 0),
                              ("step_ms", step_ms, 0), ("stage_seconds", stage_seconds, 0.01)):
-        if value < low:
+        if value is not None and value < low:
             raise ValueError(f"{name}={value!r}: must be >= {low}")
     features = dataclasses.replace(features or FeatureConfig(), **{k: v for k, v in (overrides or {}).items()
                                                                    if k in _FEATURE_FIELDS})
     source = sources.find_examples(data)
     if source.kind == "wav":
-        sources.scan_wavs(source.paths, features)  # unusable files fail here, by name, before any process starts
+        sources.scan_wavs(source.paths, features)  # unusable files fail here, by name, before workers start
     chosen = resolve_variants(variants, features, overrides, ablation, baseline)
     epoch = _check_sources(chosen, source, data, shards)
     turn_batches = {v.name: batches or min(MAX_EPOCH_BATCHES, max(1, epoch[v.kind] // v.pipeline.batch_size))
                     for v in chosen}
     measure_stages = stages and source.kind == "wav"
     backends = sorted({v.features.backend for v in chosen if v.kind != "shards"}, key=("tf", "librosa").index)
-    common = {"data": os.path.abspath(data), "shards": shards and os.path.abspath(shards), "features": features}
+    common = {"data": os.path.abspath(data), "shards": shards and os.path.abspath(shards),
+              "features": features}
     phases = {}
 
     def phase(name: str) -> None:
@@ -307,11 +316,13 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
     bar = _progress(len(chosen) * (1 + repeats) + measure_stages, progress)
     bar.set_description_str(f"bench: starting {len(chosen)} workers")
     ctx = bench_worker.context()
+    watchdog = bench_worker.Watchdog()
     workers: list[bench_worker.Worker] = []
     try:
-        workers = [bench_worker.Worker(ctx, v.name, {**common, "variant": v}) for v in chosen]
-        if measure_stages:
-            workers.append(bench_worker.Worker(ctx, "stages", {**common, "variant": None}))
+        jobs = [(v.name, v) for v in chosen] + [("stages", None)] * measure_stages
+        for name, variant in jobs:
+            workers.append(bench_worker.Worker(ctx, name, {**common, "variant": variant}))
+            watchdog.watch(workers[-1].process.pid)
         ready = [w.receive() for w in workers]
         phase("start")
         builds = []
@@ -324,15 +335,17 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
         for r in range(repeats):
             for w in workers[:len(chosen)]:
                 bar.set_description_str(f"bench: round {r + 1}/{repeats} {w.name}")
-                turns[w.name].append(Turn(**w.call("time", batches=turn_batches[w.name], step_s=step_ms / 1000)))
+                turn = w.call("time", batches=turn_batches[w.name], step_s=step_ms / 1000)
+                turns[w.name].append(Turn(**turn))
                 bar.update()
         phase("rounds")
         reports = []
         if measure_stages:
             bar.set_description_str("bench: stages")
             cores = _machine(ready[0])["usable_cores"]
-            reports = [StageReport(cores=cores, **r) for r in workers[-1].call(
-                "stages", backends=backends, batch_size=chosen[0].pipeline.batch_size, budget_s=stage_seconds)]
+            measured = workers[-1].call("stages", backends=backends, batch_size=chosen[0].pipeline.batch_size,
+                                        budget_s=stage_seconds)
+            reports = [StageReport(cores=cores, **r) for r in measured]
             bar.update()
         phase("stages")
         peaks = [w.call("stop") for w in workers[:len(chosen)]]
@@ -340,6 +353,7 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
         bar.close()
         for w in workers:
             w.close()
+        watchdog.close()
 
     machine = _machine(ready[0])
     stats = round_stats(turns, {v.name: v.reference for v in chosen})
@@ -348,11 +362,13 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
     for v, info, build, peak in zip(chosen, ready, builds, peaks):
         ideal = ideals.get(v.features.backend) if v.kind != "shards" else None
         if ideal and step_ms:
-            ideal = min(ideal, v.pipeline.batch_size * 1000.0 / step_ms)  # the step caps what input can deliver
-        results.append(VariantResult(v.name, v.kind, v.reference, v.config(), _note(v, source.kind, machine["gpu"]),
-                                     tuple(turns[v.name]), stats[v.name], build["first_batch_s"],
-                                     info["import_rss_mb"], peak["peak_rss_mb"], ideal))
-    settings = {"data": os.path.abspath(data), "shards": common["shards"], "num_examples": source.num_examples,
+            ideal = min(ideal, v.pipeline.batch_size * 1000.0 / step_ms)  # the step caps what input can use
+        note = _note(v, source.kind, machine["gpu"])
+        results.append(VariantResult(v.name, v.kind, v.reference, v.config(), note, tuple(turns[v.name]),
+                                     stats[v.name], build["first_batch_s"], info["import_rss_mb"],
+                                     peak["peak_rss_mb"], ideal))
+    settings = {"data": os.path.abspath(data), "shards": common["shards"],
+                "num_examples": source.num_examples,
                 "num_classes": len(source.class_names), "variants": [v.name for v in chosen],
                 "baseline": next(v.name for v in chosen if v.reference == v.name), "ablation": ablation,
                 "batches": batches, "turn_batches": turn_batches, "repeats": repeats, "warmup": warmup,
@@ -361,11 +377,13 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
                 "features": dataclasses.asdict(features), "overrides": dict(overrides or {}),
                 "frozen_while_idle": bench_worker.FREEZE}
     phase("stop")
-    return BenchResult(settings, machine, tuple(results), tuple(reports), time.perf_counter() - started, phases)
+    wall = time.perf_counter() - started
+    return BenchResult(settings, machine, tuple(results), tuple(reports), wall, phases)
 
 
-def _check_sources(chosen: Sequence[Variant], source: sources.Source, data: Any, shards: Any) -> dict[str, int]:
-    """Each variant kind has the input it reads, or a ValueError says what to pass; returns examples per kind."""
+def _check_sources(chosen: Sequence[Variant], source: sources.Source, data: Any,
+                   shards: Any) -> dict[str, int]:
+    """Checks each variant kind has its input (ValueError: what to pass); returns examples per kind."""
     kinds = {v.kind for v in chosen}
     epoch = {"pipeline": source.num_examples, "keras": source.num_examples}
     if "shards" in kinds:

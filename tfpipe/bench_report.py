@@ -34,6 +34,7 @@ class Turn:
 
     @property
     def rate(self) -> float:
+        """Examples per second in this turn."""
         return self.examples / self.seconds
 
 
@@ -72,7 +73,8 @@ def round_stats(turns: Mapping[str, Sequence[Turn]], references: Mapping[str, st
         if len(ref) != len(own):
             raise ValueError(f"{name}: {len(own)} rounds but its reference {references[name]} has {len(ref)}")
         ratios = [a / b for a, b in zip(own, ref)]
-        out[name] = RoundStats(tuple(own), statistics.median(own), min(own), max(own), statistics.median(ratios))
+        out[name] = RoundStats(tuple(own), statistics.median(own), min(own), max(own),
+                               statistics.median(ratios))
     return out
 
 
@@ -102,6 +104,7 @@ class StageReport:
 
     @property
     def added_ms(self) -> tuple[float, ...]:
+        """Milliseconds per example each stage adds."""
         return added_ms(self.rates)
 
     @property
@@ -116,6 +119,7 @@ class StageReport:
         return max(self.fused_rate, self.vectorized_rate) * self.cores
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
         return {"backend": self.backend, "cores": self.cores, "limiting": self.limiting,
                 "fused_rate": self.fused_rate, "vectorized_rate": self.vectorized_rate, "ideal": self.ideal,
                 "stages": [{"name": n, "examples_per_s": r, "added_ms_per_example": a}
@@ -154,6 +158,7 @@ class VariantResult:
 
     @property
     def share_of_ideal(self) -> Optional[float]:
+        """Median examples/s as a share of the ideal (None: no ideal measured)."""
         return self.stats.median / self.ideal if self.ideal else None
 
     @property
@@ -163,16 +168,19 @@ class VariantResult:
 
     @property
     def ms_per_batch(self) -> float:
+        """Median wall milliseconds per batch, simulated step included."""
         return statistics.median(1000.0 * t.seconds / t.batches for t in self.turns)
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
         s = self.stats
         return {"name": self.name, "kind": self.kind, "reference": self.reference, "note": self.note,
-                "config": dict(self.config), "examples_per_s": {"median": s.median, "min": s.min, "max": s.max,
-                                                                "rounds": list(s.rates)},
+                "config": dict(self.config),
+                "examples_per_s": {"median": s.median, "min": s.min, "max": s.max, "rounds": list(s.rates)},
                 "ratio": s.ratio, "first_batch_s": self.first_batch_s, "import_rss_mb": self.import_rss_mb,
                 "peak_rss_mb": self.peak_rss_mb, "ms_per_batch": self.ms_per_batch,
-                "input_wait_share": self.wait_share, "ideal": self.ideal, "share_of_ideal": self.share_of_ideal,
+                "input_wait_share": self.wait_share, "ideal": self.ideal,
+                "share_of_ideal": self.share_of_ideal,
                 "turns": [dataclasses.asdict(t) for t in self.turns]}
 
 
@@ -203,6 +211,7 @@ class BenchResult:
         raise KeyError(f"no variant {name!r}; measured: {', '.join(v.name for v in self.variants)}")
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON: format, version, settings, machine, variants, stages, wall_s, phases_s."""
         return {"format": SCHEMA, "version": SCHEMA_VERSION, "settings": dict(self.settings),
                 "machine": dict(self.machine), "variants": [v.to_dict() for v in self.variants],
                 "stages": [s.to_dict() for s in self.stages], "wall_s": self.wall_s,
@@ -224,8 +233,13 @@ class BenchResult:
 def _align(rows: Sequence[Sequence[str]], left: int = 1) -> list[str]:
     """Rows of cells as aligned lines: the first `left` columns left-aligned, the rest right-aligned."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-            for r in rows]
+    return ["  ".join(c.ljust(w) if i < left else c.rjust(w)
+                      for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
+
+
+def _plural(n: int, word: str) -> str:
+    """'1 round', '5 rounds'."""
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def _turn(settings: Mapping[str, Any]) -> str:
@@ -239,9 +253,10 @@ def bench_table(result: BenchResult) -> str:
     """Header, one row per variant, then the stage breakdown."""
     s, m = result.settings, result.machine
     step = s["step_ms"] > 0
-    lines = [f"tfpipe bench: {s['num_examples']} examples in {s['data']}, {s['repeats']} rounds x "
+    lines = [f"tfpipe bench: {s['num_examples']} examples in {s['data']}, {_plural(s['repeats'], 'round')} x "
              f"{_turn(s)} (after {s['warmup']} warm-up), TF {m['tf_version']}, "
-             f"{m['usable_cores']} usable cores" + (f", simulated step {s['step_ms']:g} ms/batch" if step else "")]
+             f"{m['usable_cores']} usable cores"
+             + (f", simulated step {s['step_ms']:g} ms/batch" if step else "")]
     head = ["variant", "examples/s", "min-max", "vs reference", "first batch", "peak RSS", "% ideal"]
     head += ["ms/batch", "input wait"] if step else []
     rows = [head + ["note"]]
@@ -255,17 +270,18 @@ def bench_table(result: BenchResult) -> str:
         rows.append(row + [v.note])
     lines += _align(rows)
     if step:
-        lines.append(f"With a {s['step_ms']:g} ms step, a chain without prefetch costs input + step per batch; "
-                     f"with prefetch, max(input, step).")
+        lines.append(f"With a {s['step_ms']:g} ms step, a chain without prefetch costs input + step per "
+                     f"batch; with prefetch, max(input, step).")
     for rep in result.stages:
         lines += ["", f"stages ({rep.backend} features, one thread; each row adds one step to the chain):"]
         stage_rows = [["stage", "examples/s", "ms/example added", ""]]
         for name, rate, cost in zip(STAGE_NAMES, rep.rates, rep.added_ms):
-            stage_rows.append([name, f"{rate:,.0f}", f"{cost:.3f}", "<- limits the pipeline" if name == rep.limiting
-                               else ""])
+            mark = "<- limits the pipeline" if name == rep.limiting else ""
+            stage_rows.append([name, f"{rate:,.0f}", f"{cost:.3f}", mark])
         lines += ["  " + line for line in _align(stage_rows)]
         lines.append(f"  ideal = best single-thread map ({rep.fused_rate:,.0f}/s per example fused, "
-                     f"{rep.vectorized_rate:,.0f}/s vectorized) x {rep.cores} cores = {rep.ideal:,.0f} examples/s")
+                     f"{rep.vectorized_rate:,.0f}/s vectorized) x {rep.cores} cores = "
+                     f"{rep.ideal:,.0f} examples/s")
     lines.append(f"\n({len(result.variants)} variants in {result.wall_s:.0f} s; each in its own process, "
                  f"timed in turns while the others are paused)")
     return "\n".join(lines)
@@ -276,27 +292,41 @@ def plot_bench(result: BenchResult, path: str) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # no display, no global backend switch
     from matplotlib.figure import Figure
 
+    from matplotlib.patches import Patch
+
     variants = result.variants
     medians = [v.stats.median for v in variants]
-    whiskers = [[v.stats.median - v.stats.min for v in variants], [v.stats.max - v.stats.median for v in variants]]
-    groups = list(dict.fromkeys(v.reference for v in variants))
+    whiskers = [[v.stats.median - v.stats.min for v in variants],
+                [v.stats.max - v.stats.median for v in variants]]
+    references = set(v.reference for v in variants)
+    groups = list(dict.fromkeys(v.reference for v in variants if v.name not in references))
     palette = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860"]
+    colors = ["#444444" if v.name in references else palette[groups.index(v.reference) % len(palette)]
+              for v in variants]
     fig = Figure(figsize=(max(6.0, 0.45 * len(variants) + 2.5), 6.0))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    ax.bar(range(len(variants)), medians, yerr=whiskers, capsize=3,
-           color=[palette[groups.index(v.reference) % len(palette)] for v in variants])
+    bars = ax.bar(range(len(variants)), medians, yerr=whiskers, capsize=3, color=colors)
+    for bar, v in zip(bars, variants):
+        if v.note.startswith("no-op"):
+            bar.set_hatch("//")
+    handles = [Patch(color="#444444", label="reference")]
+    handles += [Patch(color=palette[i % len(palette)], label=f"compared to {g}")
+                for i, g in enumerate(groups)]
+    handles += [Patch(facecolor="white", edgecolor="k", hatch="//", label="no-op here (see note)")] * any(
+        v.note.startswith("no-op") for v in variants)
     for i, rep in enumerate(result.stages):
-        ax.axhline(rep.ideal, linestyle="--", color="k" if i == 0 else "grey",
-                   label=f"ideal, {rep.backend} features: {rep.ideal:,.0f}/s")
-    if result.stages:
-        ax.legend(loc="upper right", fontsize=8)
+        handles.append(ax.axhline(rep.ideal, linestyle="--", color="k" if i == 0 else "grey",
+                                  label=f"ideal, {rep.backend} features: {rep.ideal:,.0f}/s"))
+    ax.legend(handles=handles, loc="upper right", fontsize=8)
+    top = max([v.stats.max for v in variants] + [rep.ideal for rep in result.stages])
+    ax.set_ylim(0, top * 1.2)  # room for the legend above the bars and the ideal line
     ax.set_xticks(range(len(variants)))
     ax.set_xticklabels([v.name for v in variants], rotation=60, ha="right", fontsize=8)
     ax.set_ylabel("examples/s (median of rounds; whiskers: min-max)")
     s = result.settings
     ax.set_title(f"tfpipe bench: {s['num_examples']} examples, batch {s['batch_size']}, "
-                 f"{s['repeats']} rounds x {_turn(s)}", fontsize=10)
+                 f"{_plural(s['repeats'], 'round')} x {_turn(s)}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -316,17 +346,21 @@ class PrepareResult:
     seconds: Mapping[int, tuple[float, ...]]
 
     def median(self, workers: int) -> float:
+        """Median seconds of the timed runs with `workers` workers."""
         return statistics.median(self.seconds[workers])
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON, one entry per worker count with its speedup over the first."""
         first = next(iter(self.seconds))
         return {"format": SCHEMA + "-prepare", "version": SCHEMA_VERSION, "settings": dict(self.settings),
                 "machine": dict(self.machine),
                 "workers": [{"num_workers": w, "seconds": list(s), "median_s": self.median(w),
                              "examples_per_s": self.settings["num_examples"] / self.median(w),
-                             "speedup": self.median(first) / self.median(w)} for w, s in self.seconds.items()]}
+                             "speedup": self.median(first) / self.median(w)}
+                            for w, s in self.seconds.items()]}
 
     def to_json(self, indent: Optional[int] = 2) -> str:
+        """The whole result as JSON text."""
         return json.dumps(self.to_dict(), indent=indent)
 
     def table(self) -> str:
@@ -335,8 +369,10 @@ class PrepareResult:
         rows = [["workers", "median s", "min-max s", "examples/s", "speedup"]]
         for row in self.to_dict()["workers"]:
             secs = row["seconds"]
-            rows.append([str(row["num_workers"]), f"{row['median_s']:.2f}", f"{min(secs):.2f}-{max(secs):.2f}",
-                         f"{row['examples_per_s']:,.0f}", f"{row['speedup']:.2f}x"])
-        return "\n".join([f"tfpipe bench --prepare: write_shards of {s['num_examples']} examples in {s['data']} "
-                          f"into {s['num_shards']} shards (store={s['store']}), median of {s['repeats']} "
+            rows.append([str(row["num_workers"]), f"{row['median_s']:.2f}",
+                         f"{min(secs):.2f}-{max(secs):.2f}", f"{row['examples_per_s']:,.0f}",
+                         f"{row['speedup']:.2f}x"])
+        return "\n".join([f"tfpipe bench --prepare: write_shards of {s['num_examples']} examples in "
+                          f"{s['data']} into {s['num_shards']} shards (store={s['store']}), "
+                          f"median of {s['repeats']} "
                           f"alternating runs, {self.machine['usable_cores']} usable cores"] + _align(rows))
