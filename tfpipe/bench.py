@@ -406,6 +406,8 @@ def run_prepare(data: Union[str, os.PathLike], workers: Sequence[int] = (1, 2), 
                 progress: bool = True) -> PrepareResult:
     """Times `tfpipe.write_shards` for each worker count, alternating, after one untimed run.
 
+    Each run writes to a fresh folder (removed after), so no run resumes another's shards.
+
     Args:
       data: wav folder or CSV manifest.
       workers: worker counts to compare (0: in this process); the first is the speedup's reference.
@@ -426,24 +428,28 @@ def run_prepare(data: Union[str, os.PathLike], workers: Sequence[int] = (1, 2), 
                          f"(0: in this process) and repeats >= 1")
     features = features or FeatureConfig()
     seconds: dict[int, list[float]] = {w: [] for w in workers}
+    writing: dict[int, list[float]] = {w: [] for w in workers}
     bar = _progress(1 + repeats * len(workers), progress)
     with tempfile.TemporaryDirectory(prefix="tfpipe-bench-prepare-") as tmp:
 
-        def write(num_workers: int) -> tuple[float, dict]:
+        def write(num_workers: int) -> tuple[float, float, dict]:
             out = os.path.join(tmp, "shards")
             bar.set_description_str(f"bench --prepare: {num_workers} workers")
             start = time.perf_counter()
-            index = shard_writer.write_shards(data, out, num_shards=num_shards, num_workers=num_workers,
-                                              features=features, store=store, progress=False)
+            index, stats = shard_writer.write_shards_with_stats(
+                data, out, num_shards=num_shards, num_workers=num_workers, features=features, store=store,
+                progress=False)
             elapsed = time.perf_counter() - start
             shutil.rmtree(out)
             bar.update()
-            return elapsed, index
+            return elapsed, stats.writing_seconds, index
 
-        _, index = write(workers[0])  # untimed: fills the page cache, so the first timed run is not penalized
+        index = write(workers[0])[2]  # untimed: fills the page cache, so the first timed run is not favoured
         for _ in range(repeats):
             for w in workers:
-                seconds[w].append(write(w)[0])
+                elapsed, after_startup, _ = write(w)
+                seconds[w].append(elapsed)
+                writing[w].append(after_startup)
     bar.close()
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     import tensorflow as tf
@@ -453,4 +459,5 @@ def run_prepare(data: Union[str, os.PathLike], workers: Sequence[int] = (1, 2), 
     settings = {"data": os.path.abspath(data), "num_shards": num_shards, "store": store, "repeats": repeats,
                 "num_examples": index["num_examples"], "rejected": len(index.get("rejected", [])),
                 "features": dataclasses.asdict(features)}
-    return PrepareResult(settings, machine, {w: tuple(s) for w, s in seconds.items()})
+    return PrepareResult(settings, machine, {w: tuple(s) for w, s in seconds.items()},
+                         {w: tuple(s) for w, s in writing.items()})

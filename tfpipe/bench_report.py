@@ -338,16 +338,19 @@ class PrepareResult:
     Attributes:
       settings: data, num_shards, store, repeats, num_examples.
       machine: as in BenchResult.
-      seconds: worker count -> seconds of each timed repeat.
+      seconds: worker count -> wall seconds of each timed run.
+      writing_seconds: worker count -> seconds of each run after its workers were ready
+        (start-up excluded: the part more workers can speed up).
     """
 
     settings: Mapping[str, Any]
     machine: Mapping[str, Any]
     seconds: Mapping[int, tuple[float, ...]]
+    writing_seconds: Mapping[int, tuple[float, ...]]
 
-    def median(self, workers: int) -> float:
-        """Median seconds of the timed runs with `workers` workers."""
-        return statistics.median(self.seconds[workers])
+    def median(self, workers: int, writing: bool = False) -> float:
+        """Median wall (or, with `writing`, after-start-up) seconds of the runs with `workers` workers."""
+        return statistics.median((self.writing_seconds if writing else self.seconds)[workers])
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON, one entry per worker count with its speedup over the first."""
@@ -356,7 +359,10 @@ class PrepareResult:
                 "machine": dict(self.machine),
                 "workers": [{"num_workers": w, "seconds": list(s), "median_s": self.median(w),
                              "examples_per_s": self.settings["num_examples"] / self.median(w),
-                             "speedup": self.median(first) / self.median(w)}
+                             "speedup": self.median(first) / self.median(w),
+                             "writing_seconds": list(self.writing_seconds[w]),
+                             "writing_examples_per_s": self.settings["num_examples"] / self.median(w, True),
+                             "writing_speedup": self.median(first, True) / self.median(w, True)}
                             for w, s in self.seconds.items()]}
 
     def to_json(self, indent: Optional[int] = 2) -> str:
@@ -366,12 +372,14 @@ class PrepareResult:
     def table(self) -> str:
         """Aligned table: one row per worker count."""
         s = self.settings
-        rows = [["workers", "median s", "min-max s", "examples/s", "speedup"]]
+        rows = [["workers", "median s", "min-max s", "examples/s", "speedup", "after start-up: examples/s",
+                 "speedup"]]
         for row in self.to_dict()["workers"]:
             secs = row["seconds"]
             rows.append([str(row["num_workers"]), f"{row['median_s']:.2f}",
                          f"{min(secs):.2f}-{max(secs):.2f}", f"{row['examples_per_s']:,.0f}",
-                         f"{row['speedup']:.2f}x"])
+                         f"{row['speedup']:.2f}x", f"{row['writing_examples_per_s']:,.0f}",
+                         f"{row['writing_speedup']:.2f}x"])
         return "\n".join([f"tfpipe bench --prepare: write_shards of {s['num_examples']} examples in "
                           f"{s['data']} into {s['num_shards']} shards (store={s['store']}), "
                           f"median of {s['repeats']} "
