@@ -329,7 +329,7 @@ def _shard_stages(index: dict, p: PipelineConfig, f: FeatureConfig) -> list:
     dtype = tf.dtypes.as_dtype(index["dtype"])
     spec = {store: tf.io.FixedLenFeature([], tf.string), LABEL_KEY: tf.io.FixedLenFeature([], tf.int64)}
 
-    def parse(records, *_):
+    def parse(records):
         batched = records.shape.rank == 1
         parsed = tf.io.parse_example(records, spec) if batched else tf.io.parse_single_example(records, spec)
         values = tf.io.decode_raw(parsed[store], dtype, little_endian=True)
@@ -343,7 +343,7 @@ def _shard_stages(index: dict, p: PipelineConfig, f: FeatureConfig) -> list:
         return {f.feature_key: values}, labels
 
     if p.fuse_maps or not (store == "waveform" and f.output == "log_mel"):
-        return [lambda records, *rest: featurize(*parse(records))]
+        return [lambda records: featurize(*parse(records))]
     return [parse, featurize]
 
 
