@@ -25,9 +25,9 @@ FEAT = FeatureConfig(clip_seconds=0.25)
 
 # The JSON keys users and scripts read; changing them is a schema change (bump SCHEMA_VERSION).
 TOP_KEYS = {"format", "version", "settings", "machine", "variants", "stages", "wall_s", "phases_s"}
-VARIANT_KEYS = {"name", "kind", "reference", "note", "config", "examples_per_s", "ratio", "first_batch_s",
-                "import_rss_mb", "peak_rss_mb", "ms_per_batch", "input_wait_share", "ideal", "share_of_ideal",
-                "turns"}
+VARIANT_KEYS = {"name", "kind", "reference", "note", "config", "examples_per_s", "ratio", "baseline_ratio",
+                "first_batch_s", "import_rss_mb", "peak_rss_mb", "ms_per_batch", "input_wait_share", "ideal",
+                "share_of_ideal", "turns"}
 STAGE_KEYS = {"backend", "cores", "limiting", "fused_rate", "vectorized_rate", "ideal", "stages"}
 MACHINE_KEYS = {"cores", "usable_cores", "tf_version", "python", "platform", "gpu"}
 SETTINGS_KEYS = {"data", "shards", "num_examples", "num_classes", "variants", "baseline", "ablation",
@@ -251,6 +251,7 @@ def test_run_times_two_variants_in_worker_processes(tiny, tmp_path):
     assert (naive.reference, other.reference, naive.stats.ratio) == ("naive", "naive", 1.0)
     assert other.stats.ratio == pytest.approx(statistics.median(
         a.rate / b.rate for a, b in zip(other.turns, naive.turns)))
+    assert (naive.baseline_ratio, other.baseline_ratio) == (1.0, other.stats.ratio)  # reference = baseline
     (stage,) = result.stages
     assert stage.backend == "tf" and stage.limiting in STAGE_NAMES and stage.cores >= 1
     assert all(r > 0 for r in stage.rates) and naive.ideal == stage.ideal

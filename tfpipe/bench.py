@@ -357,6 +357,8 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
 
     machine = _machine(ready[0])
     stats = round_stats(turns, {v.name: v.reference for v in chosen})
+    baseline_name = next(v.name for v in chosen if v.reference == v.name)
+    to_baseline = round_stats(turns, {v.name: baseline_name for v in chosen})
     ideals = {r.backend: r.ideal for r in reports}
     results = []
     for v, info, build, peak in zip(chosen, ready, builds, peaks):
@@ -366,11 +368,11 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
         note = _note(v, source.kind, machine["gpu"])
         results.append(VariantResult(v.name, v.kind, v.reference, v.config(), note, tuple(turns[v.name]),
                                      stats[v.name], build["first_batch_s"], info["import_rss_mb"],
-                                     peak["peak_rss_mb"], ideal))
+                                     peak["peak_rss_mb"], ideal, to_baseline[v.name].ratio))
     settings = {"data": os.path.abspath(data), "shards": common["shards"],
                 "num_examples": source.num_examples,
                 "num_classes": len(source.class_names), "variants": [v.name for v in chosen],
-                "baseline": next(v.name for v in chosen if v.reference == v.name), "ablation": ablation,
+                "baseline": baseline_name, "ablation": ablation,
                 "batches": batches, "turn_batches": turn_batches, "repeats": repeats, "warmup": warmup,
                 "settle_batches": bench_worker.SETTLE_BATCHES, "step_ms": step_ms,
                 "batch_size": chosen[0].pipeline.batch_size, "stage_seconds": stage_seconds,

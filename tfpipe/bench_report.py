@@ -142,6 +142,8 @@ class VariantResult:
       import_rss_mb: resident memory after importing TensorFlow, before building.
       peak_rss_mb: peak resident memory of the variant's process.
       ideal: examples/s the stage measurements allow for this variant (None: not measured).
+      baseline_ratio: median of per-round ratios to the run's baseline (= stats.ratio unless
+        the reference is another variant, as for ablation rows).
     """
 
     name: str
@@ -155,6 +157,7 @@ class VariantResult:
     import_rss_mb: float
     peak_rss_mb: float
     ideal: Optional[float]
+    baseline_ratio: Optional[float] = None
 
     @property
     def share_of_ideal(self) -> Optional[float]:
@@ -177,11 +180,10 @@ class VariantResult:
         return {"name": self.name, "kind": self.kind, "reference": self.reference, "note": self.note,
                 "config": dict(self.config),
                 "examples_per_s": {"median": s.median, "min": s.min, "max": s.max, "rounds": list(s.rates)},
-                "ratio": s.ratio, "first_batch_s": self.first_batch_s, "import_rss_mb": self.import_rss_mb,
-                "peak_rss_mb": self.peak_rss_mb, "ms_per_batch": self.ms_per_batch,
-                "input_wait_share": self.wait_share, "ideal": self.ideal,
-                "share_of_ideal": self.share_of_ideal,
-                "turns": [dataclasses.asdict(t) for t in self.turns]}
+                "ratio": s.ratio, "baseline_ratio": self.baseline_ratio, "first_batch_s": self.first_batch_s,
+                "import_rss_mb": self.import_rss_mb, "peak_rss_mb": self.peak_rss_mb,
+                "ms_per_batch": self.ms_per_batch, "input_wait_share": self.wait_share, "ideal": self.ideal,
+                "share_of_ideal": self.share_of_ideal, "turns": [dataclasses.asdict(t) for t in self.turns]}
 
 
 @dataclasses.dataclass(frozen=True)
