@@ -135,6 +135,13 @@ def test_features_other_than_stored_fail_naming_the_field(corpus, tmp_path):
         tfpipe.build_dataset(tmp_path / "shards", "eval", None, dataclasses.replace(FEAT, output="waveform"))
 
 
+def test_shards_default_to_the_features_they_were_written_with(corpus, tmp_path):
+    written = dataclasses.replace(FEAT, n_mels=32, hop_length=200)
+    _write(corpus, tmp_path / "shards", features=written)
+    ds = tfpipe.build_dataset(tmp_path / "shards", "eval")  # no FeatureConfig: the index's is used
+    assert ds.element_spec[0]["log_mel"].shape.as_list() == [None, written.num_frames, 32]
+
+
 # --- kill and resume ---------------------------------------------------------------------------
 
 _SLOW_WRITER = textwrap.dedent("""

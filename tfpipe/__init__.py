@@ -19,6 +19,8 @@ _EXPORTS = {
     "serving_input_receiver_fn": "tfpipe.estimator",
     "write_shards": "tfpipe.shards",
     "plan_shards": "tfpipe.shards",
+    "merge_index": "tfpipe.shards",
+    "verify_shards": "tfpipe.shards",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

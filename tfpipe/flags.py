@@ -8,7 +8,7 @@ from the dataclass fields, so a new config field is a new flag with no edit here
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Sequence
 
 from absl import flags
 
@@ -25,14 +25,26 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
                       "Preset the field flags start from: the optimized chain or the seed's naive one.",
                       flag_values=flag_values)
     for config in _CONFIGS:
-        for field in dataclasses.fields(config):
-            _define(field, config.__name__, flag_values)
+        define_config_flags(config, flag_values)
     flags.register_multi_flags_validator(
         [f.name for c in _CONFIGS for f in dataclasses.fields(c)] + ["pipeline"],
         _configs_valid, message="invalid tfpipe config", flag_values=flag_values)
 
 
+def define_config_flags(config: type, flag_values: flags.FlagValues = flags.FLAGS,
+                        exclude: Sequence[str] = ()) -> None:
+    """Defines one flag per field of `config` (default None: unset), except those in `exclude`.
+
+    For binaries that take a config's fields but give some names another meaning
+    (e.g. `tfpipe prepare --output` is a folder, not FeatureConfig.output).
+    """
+    for field in dataclasses.fields(config):
+        if field.name not in exclude:
+            _define(field, config.__name__, flag_values)
+
+
 def _define(field: dataclasses.Field, owner: str, flag_values: flags.FlagValues) -> None:
+    """One absl flag for one config field, typed and bounded by its metadata."""
     meta = field.metadata
     kind = type(field.default) if field.default is not None else meta.get("type", float)
     help_text = f"{meta['help']} ({owner}.{field.name}; unset: the preset's value)"

@@ -44,7 +44,8 @@ def build_dataset(data: Data, mode: str = TRAIN, pipeline: Optional[PipelineConf
         once, last partial batch kept) or "predict" (as eval, features only);
         tf.estimator.ModeKeys values work too.
       pipeline: which optimizations to apply; default PipelineConfig.optimized().
-      features: which features to compute; default FeatureConfig().
+      features: which features to compute; default FeatureConfig(), or for a
+        shard folder the FeatureConfig its index records.
       input_context: from tf.distribute / Estimator; each input pipeline then reads
         a disjoint subset of the files.
       allow_device_prefetch: False where the consumer needs host tensors
@@ -59,9 +60,10 @@ def build_dataset(data: Data, mode: str = TRAIN, pipeline: Optional[PipelineConf
       ValueError / tfpipe.DataError: unusable data, naming the file and the fix.
     """
     pipeline = pipeline or PipelineConfig.optimized()
-    features = features or FeatureConfig()
     mode = normalize_mode(mode)
     source = sources.find_examples(data)
+    if features is None:  # shards know the features they were written with
+        features = FeatureConfig(**source.index["features"]) if source.kind == "shards" else FeatureConfig()
     if source.kind == "shards":
         from tfpipe import shards  # the shard reader lives with the shard writer
         ds = shards.shard_chain(source, mode, pipeline, features, input_context)
