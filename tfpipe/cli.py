@@ -314,6 +314,8 @@ def _run_bench(argv: Sequence[str]) -> None:
                                        sample_rate=overrides.get("sample_rate", 16000),
                                        clip_seconds=overrides.get("clip_seconds", 1.0), progress=FLAGS.progress)
             if FLAGS.prepare:
+                if not all(w.isdigit() for w in FLAGS.workers):
+                    _fail(f"--workers={','.join(FLAGS.workers)}: expected worker counts, e.g. --workers 1,2")
                 features = FeatureConfig(**{k: v for k, v in overrides.items() if k in feature_names})
                 result = bench.run_prepare(data, [int(w) for w in FLAGS.workers], repeats=FLAGS.repeats,
                                            num_shards=FLAGS.num_shards, features=features, store=FLAGS.store,
