@@ -244,8 +244,6 @@ _BENCH_CORPUS_PER_CLASS = 250  # x 8 synthetic classes = 2000 clips when --data 
 
 
 def _define_bench() -> None:
-    import dataclasses
-
     from tfpipe import flags as tfpipe_flags
     from tfpipe.config import FeatureConfig, PipelineConfig
 
@@ -283,8 +281,7 @@ def _define_bench() -> None:
     flags.DEFINE_enum("store", "log_mel", ["log_mel", "waveform"], "--prepare: what the shards store.")
     # Field flags set a common base for every variant; a variant's own :field=value wins.
     for config in (PipelineConfig, FeatureConfig):
-        for field in dataclasses.fields(config):
-            tfpipe_flags._define(field, config.__name__, FLAGS)  # pylint: disable=protected-access
+        tfpipe_flags.define_config_flags(config, FLAGS)
 
 
 def _run_bench(argv: Sequence[str]) -> None:
