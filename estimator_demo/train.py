@@ -191,6 +191,8 @@ def run_config(model_dir: str, train_steps: int, evals: int, seed: Optional[int]
     """Checkpoints (each one evaluated) `evals` times per run; MirroredStrategy on more than one GPU.
 
     A single GPU needs no strategy: TensorFlow places the model's ops on it.
+    Evaluation is not distributed: the held-out set is small, and on one device the
+    last partial batch cannot be dropped by a replica that ran out of input.
 
     Args:
       model_dir: the Estimator's model_dir.
@@ -207,7 +209,7 @@ def run_config(model_dir: str, train_steps: int, evals: int, seed: Optional[int]
     return tf.estimator.RunConfig(
         model_dir=model_dir, tf_random_seed=seed, save_checkpoints_steps=every, keep_checkpoint_max=2,
         save_summary_steps=max(1, min(50, every)), log_step_count_steps=max(1, min(100, every)),
-        train_distribute=strategy, eval_distribute=strategy,
+        train_distribute=strategy,  # eval stays on one device: every held-out example counted once
         session_config=tf.compat.v1.ConfigProto(allow_soft_placement=True))
 
 
@@ -256,11 +258,15 @@ def train_and_evaluate(data: DemoData, pipeline: PipelineConfig, features: Featu
     eval_report = hooks.EvalReportHook()
     train_spec = tf.estimator.TrainSpec(tfpipe.make_input_fn(data.train, "train", pipeline, features),
                                         max_steps=train_steps, hooks=[speed])
-    exporter = tf.estimator.FinalExporter("demo", tfpipe.serving_input_receiver_fn(features))
-    eval_spec = tf.estimator.EvalSpec(tfpipe.make_input_fn(data.eval, "eval", pipeline, features), steps=None,
-                                      exporters=[exporter], hooks=[eval_report], start_delay_secs=0,
-                                      throttle_secs=0)
+    receiver = tfpipe.serving_input_receiver_fn(features)
+    eval_input = tfpipe.make_input_fn(data.eval, "eval", pipeline, features)
+    exporter = tf.estimator.FinalExporter("demo", receiver)
+    eval_spec = tf.estimator.EvalSpec(eval_input, steps=None, exporters=[exporter], hooks=[eval_report],
+                                      start_delay_secs=0, throttle_secs=0)
     metrics, exports = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+    if metrics is None:  # resumed at max_steps already: nothing was trained, so nothing evaluated
+        metrics = estimator.evaluate(eval_input, hooks=[eval_report])
+        exports = [estimator.export_saved_model(os.path.join(model_dir, "export", "demo"), receiver)]
     export_dir = exports[0].decode() if isinstance(exports[0], bytes) else exports[0]
     return TrainResult(metrics, export_dir, speed.stats, tuple(eval_report.history))
 

@@ -224,3 +224,11 @@ def test_demo_entry_point_trains_exports_reloads_and_predicts(tmp_path):
     assert {n.decode() for n in result["class_names"].numpy()} <= set(synthetic.CLASS_NAMES)
     longer = serve(waveform=tf.constant(np.pad(batch, [(0, 0), (0, 8000)])))  # cropped to the clip
     np.testing.assert_allclose(longer["probabilities"], result["probabilities"], atol=1e-5)
+
+    # --resume at the final step trains nothing but still evaluates, exports and predicts.
+    again = subprocess.run(args + ["--resume", "--predict_files", "1"], capture_output=True, text=True,
+                           cwd=ROOT, timeout=240, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "no steps trained" in again.stdout and "step 30)" in again.stdout
+    assert os.path.isdir(export_dir)  # the earlier export is kept
+    assert len(re.findall(r"^  \S+\.wav +true", again.stdout, re.M)) == 1
