@@ -1,5 +1,6 @@
 """estimator_demo: tf.estimator.train_and_evaluate on tfpipe input pipelines, driven by absl flags.
 
-Run it with `python -m estimator_demo --help`; the code is in train.py (flags, data,
-training, export), model.py (model_fn) and hooks.py (input-wait measurement).
+Run it with `python -m estimator_demo --help`. train.py: flags, training, export,
+reload and summary; data.py: corpus, held-out split and shards; model.py: the
+model_fn; hooks.py: the input-wait measurement.
 """

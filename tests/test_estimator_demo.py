@@ -14,7 +14,8 @@ import soundfile as sf
 import tensorflow as tf
 
 from conftest import make_corpus, write_tone
-from estimator_demo import hooks, model, train
+from estimator_demo import data as demo_data
+from estimator_demo import hooks, model
 from tfpipe import audio, synthetic
 from tfpipe.config import FeatureConfig
 from tfpipe.estimator import serving_input_receiver_fn
@@ -158,8 +159,8 @@ def test_prepare_data_shards_any_readable_wav_and_holds_out_by_path(tmp_path):
     # Files the online path cannot read but the sharding converts: other rate, 24-bit, stereo.
     write_tone(str(tmp_path / "wavs" / "a" / "odd_rate.wav"), 440, seconds=0.3, sample_rate=22050)
     write_tone(str(tmp_path / "wavs" / "b" / "stereo24.wav"), 880, seconds=0.3, subtype="PCM_24", channels=2)
-    first = train.prepare_data(data, None, 0.3, str(tmp_path / "run"), SMALL, num_shards=2)
-    again = train.prepare_data(data, None, 0.3, str(tmp_path / "run"), SMALL, num_shards=2)
+    first = demo_data.prepare_data(data, None, 0.3, str(tmp_path / "run"), SMALL, num_shards=2)
+    again = demo_data.prepare_data(data, None, 0.3, str(tmp_path / "run"), SMALL, num_shards=2)
     assert again == first  # same split, shards reused
     assert first.class_names == ("a", "b")
     train_index = json.load(open(os.path.join(first.train, "tfpipe.json")))
@@ -168,20 +169,20 @@ def test_prepare_data_shards_any_readable_wav_and_holds_out_by_path(tmp_path):
     assert len(first.eval_files) == eval_index["num_examples"] > 0
     assert train_index["store"] == "waveform" and train_index["features"]["n_mels"] == 16
     held = {os.path.basename(p) for p, _ in first.eval_files}
-    other = train.prepare_data(data, None, 0.5, str(tmp_path / "run2"), SMALL, num_shards=2)
+    other = demo_data.prepare_data(data, None, 0.5, str(tmp_path / "run2"), SMALL, num_shards=2)
     assert held <= {os.path.basename(p) for p, _ in other.eval_files}  # a bigger fraction only adds files
 
     with pytest.raises(ValueError, match=r"shard folder cannot be split.*--eval_data"):
-        train.prepare_data(first.train, None, 0.2, str(tmp_path / "run3"), SMALL)
+        demo_data.prepare_data(first.train, None, 0.2, str(tmp_path / "run3"), SMALL)
     other_classes = make_corpus(tmp_path / "other", classes=("a", "b", "c"), per_class=1, seconds=0.3)
     with pytest.raises(ValueError, match=r"classes \['a', 'b', 'c'\] differ"):
-        train.prepare_data(data, other_classes, 0.2, str(tmp_path / "run4"), SMALL)
+        demo_data.prepare_data(data, other_classes, 0.2, str(tmp_path / "run4"), SMALL)
 
 
 def test_pick_files_takes_classes_in_turn():
     files = [("a1", 0), ("a2", 0), ("a3", 0), ("b1", 1), ("c1", 2), ("c2", 2)]
-    assert train.pick_files(files, 5) == [("a1", 0), ("b1", 1), ("c1", 2), ("a2", 0), ("c2", 2)]
-    assert train.pick_files(files, 0) == []
+    assert demo_data.pick_files(files, 5) == [("a1", 0), ("b1", 1), ("c1", 2), ("a2", 0), ("c2", 2)]
+    assert demo_data.pick_files(files, 0) == []
 
 
 def test_demo_entry_point_trains_exports_reloads_and_predicts(tmp_path):

@@ -1,0 +1,134 @@
+"""The demo's data: the synthetic corpus or the user's, a stable held-out split, shards.
+
+Every wav folder or CSV is sharded (`tfpipe.write_shards`: resampled, mixed to mono,
+cropped) into <work_dir>/shards/{train,eval} before training, so any wav the
+sharding reads trains; complete shards are reused by the next run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Optional, Sequence
+
+import tfpipe
+from tfpipe import synthetic
+from tfpipe.config import FeatureConfig
+from tfpipe.sources import Source, find_examples
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoData:
+    """Train and eval data as the Estimator reads them.
+
+    Attributes:
+      train: shard folder (or any data build_dataset reads) for training.
+      eval: the same for evaluation.
+      class_names: label id -> name, shared by both.
+      eval_files: held-out wav files (path, label) to predict at the end; empty when
+        eval data is a shard folder (shards hold features, not waveforms).
+      description: one line on where the data came from.
+    """
+
+    train: str
+    eval: str
+    class_names: tuple[str, ...]
+    eval_files: tuple[tuple[str, int], ...]
+    description: str
+
+
+def prepare_data(data: Optional[str], eval_data: Optional[str], eval_fraction: float, work_dir: str,
+                 features: FeatureConfig, *, store: str = "waveform", num_shards: int = 16,
+                 shard_workers: int = 0, on_error: str = "fail", per_class: int = 250,
+                 corpus_seed: int = 0) -> DemoData:
+    """Finds or generates the data, holds out eval, shards both sides into work_dir/shards.
+
+    Args:
+      data: wav folder, CSV manifest or shard folder; None writes the synthetic corpus
+        into work_dir/corpus.
+      eval_data: held-out data in the same forms; None holds out `eval_fraction` of
+        `data` by a hash of each file's path (the same files on every run).
+      eval_fraction: share held out when eval_data is None.
+      work_dir: where the corpus and shards/{train,eval} go (complete shards are reused).
+      features: sample rate, clip length and log-mel settings of the shards.
+      store: "waveform" or "log_mel" (see tfpipe.write_shards).
+      num_shards: training shards; eval gets a quarter as many.
+      shard_workers: shard-writing processes (0: this process).
+      on_error: "fail" or "skip" an unreadable file (skipped files are listed and counted).
+      per_class: synthetic corpus size per class.
+      corpus_seed: synthetic corpus seed.
+
+    Returns:
+      DemoData: the shard folders to train and evaluate on, class names, held-out wavs.
+
+    Raises:
+      ValueError / tfpipe.DataError: unusable data, naming the file and the fix.
+    """
+    if data is None:
+        corpus_dir = os.path.join(work_dir, "corpus")
+        print(f"[data] synthetic corpus: {len(synthetic.CLASS_NAMES)} classes x {per_class} clips "
+              f"in {corpus_dir}")
+        source = synthetic.write_corpus(corpus_dir, per_class=per_class, sample_rate=features.sample_rate,
+                                        clip_seconds=features.clip_seconds, seed=corpus_seed)
+        origin = f"synthetic corpus ({corpus_dir})"
+    else:
+        source = find_examples(data)
+        origin = source.root
+    if eval_data is not None:
+        train_src, eval_src = source, find_examples(eval_data)
+    elif source.kind == "shards":
+        raise ValueError(f"{source.root}: a shard folder cannot be split into train and eval after it is "
+                         f"written; pass --eval_data with a held-out shard folder (or give --data the wav "
+                         f"folder)")
+    else:
+        train_src, eval_src = source.split(eval_fraction)
+    if tuple(eval_src.class_names) != tuple(train_src.class_names):
+        raise ValueError(f"{eval_src.root}: classes {list(eval_src.class_names)} differ from the training "
+                         f"data's {list(train_src.class_names)}; eval data needs the same class folders "
+                         f"or labels")
+    train = _sharded(train_src, os.path.join(work_dir, "shards", "train"), "train", features, store,
+                     num_shards, shard_workers, on_error)
+    held = _sharded(eval_src, os.path.join(work_dir, "shards", "eval"), "eval", features, store,
+                    max(1, num_shards // 4), shard_workers, on_error)
+    eval_files = tuple(zip(eval_src.paths, eval_src.labels)) if eval_src.kind == "wav" else ()
+    description = (f"{origin}: {_count(train)} train / {_count(held)} eval examples, "
+                   f"{len(train_src.class_names)} classes")
+    return DemoData(train, held, tuple(train_src.class_names), eval_files, description)
+
+
+def _sharded(source: Source, out_dir: str, split: str, features: FeatureConfig, store: str,
+             num_shards: int, workers: int, on_error: str) -> str:
+    """The shard folder for `source` (written, or finished if a run was interrupted)."""
+    if source.kind == "shards":
+        return source.root
+    num_shards = min(num_shards, len(source.paths))
+    print(f"[data] sharding {len(source.paths)} {split} clips into {out_dir} "
+          f"({num_shards} shards, store={store})")
+    index = tfpipe.write_shards(source, out_dir, num_shards=num_shards, num_workers=workers,
+                                features=features, store=store, split=split, on_error=on_error)
+    if index["rejected"]:
+        first = index["rejected"][0]
+        print(f"[data] {len(index['rejected'])} of {len(source.paths)} {split} files rejected (each listed "
+              f"with its reason in {os.path.join(out_dir, 'tfpipe.json')}), e.g. {first['path']}: "
+              f"{first['reason']}")
+    return out_dir
+
+
+def _count(data: str) -> int:
+    return find_examples(data).num_examples
+
+
+def pick_files(files: Sequence[tuple[str, int]], n: int) -> list[tuple[str, int]]:
+    """Up to n files, taking classes in turn so every class shows up (deterministic)."""
+    by_class: dict[int, list] = {}
+    for path, label in files:
+        by_class.setdefault(label, []).append((path, label))
+    picked, queues = [], [iter(v) for _, v in sorted(by_class.items())]
+    while len(picked) < n and queues:
+        for queue in list(queues):
+            item = next(queue, None)
+            if item is None:
+                queues.remove(queue)
+            elif len(picked) < n:
+                picked.append(item)
+    return picked
