@@ -105,7 +105,9 @@ def test_parallel_map_switches_every_map(corpus):
     assert {ops_on[i] for i in _maps(ops_on)} == {"ParallelMapDatasetV2"}
     assert {ops_off[i] for i in _maps(ops_off)} == {"MapDataset"}
     options = build_dataset(corpus, "train", dataclasses.replace(OPT, parallel_map=False), FEAT).options()
-    assert options.experimental_optimization.map_parallelization is False  # tf.data must not undo the toggle
+    # tf.data's default rewrites must not undo the toggle behind our back
+    assert options.experimental_optimization.map_parallelization is False
+    assert options.experimental_optimization.map_and_batch_fusion is False
 
 
 def test_vectorize_computes_features_on_whole_batches(corpus):
@@ -116,7 +118,9 @@ def test_vectorize_computes_features_on_whole_batches(corpus):
 
 def test_prefetch_is_the_last_step(corpus):
     assert _ops(corpus, OPT)[-2] == "PrefetchDataset"
-    assert "PrefetchDataset" not in _ops(corpus, dataclasses.replace(OPT, prefetch=False))
+    no_prefetch = dataclasses.replace(OPT, prefetch=False)
+    assert "PrefetchDataset" not in _ops(corpus, no_prefetch)
+    assert build_dataset(corpus, "train", no_prefetch, FEAT).options().experimental_optimization.inject_prefetch is False
 
 
 def test_deterministic_orders_parallel_train_maps_and_seed_fixes_the_order(corpus):

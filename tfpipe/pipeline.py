@@ -173,8 +173,11 @@ def _finish(ds: tf.data.Dataset, mode: str, p: PipelineConfig, allow_device_pref
         ds = ds.apply(tf.data.experimental.prefetch_to_device("/gpu:0"))
     options = tf.data.Options()
     options.deterministic = not train or p.deterministic
-    # Without this, tf.data would parallelize the "sequential" maps on its own.
+    # tf.data's default rewrites would quietly undo the toggles: parallelize the
+    # "sequential" maps, fuse map+batch into a parallel op, and inject a prefetch.
     options.experimental_optimization.map_parallelization = p.parallel_map
+    options.experimental_optimization.map_and_batch_fusion = p.parallel_map
+    options.experimental_optimization.inject_prefetch = p.prefetch
     return ds.with_options(options)
 
 
