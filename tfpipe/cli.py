@@ -339,12 +339,75 @@ def _run_bench(argv: Sequence[str]) -> None:
 
 # --- serve -----------------------------------------------------------------------
 
+_SERVE_USAGE = ("usage: tfpipe serve dispatcher --port P [--work_dir DIR]\n"
+                "       tfpipe serve worker --dispatcher HOST:P --port Q [--worker_host NAME]\n"
+                "       tfpipe serve bench --data DIR [--workers 0,1,2] [--pipeline=naive ...]")
+
+
 def _define_serve() -> None:
-    pass
+    from tfpipe import flags as tfpipe_flags
+
+    flags.DEFINE_integer("port", None, "Port this server listens on, on all interfaces (0: any free port).",
+                         lower_bound=0, upper_bound=65535)
+    flags.DEFINE_string("work_dir", None, "dispatcher: journal its state here and recover it after a restart.")
+    flags.DEFINE_float("worker_timeout", None, "dispatcher: seconds without a heartbeat before a worker "
+                       "counts as gone (unset: TensorFlow's default).", lower_bound=0.1)
+    flags.DEFINE_string("dispatcher", None, "worker: the dispatcher's HOST:PORT.")
+    flags.DEFINE_string("worker_host", None, "worker: the name consumers reach this worker by (default: "
+                        "localhost for a dispatcher on this host, else this machine's hostname).")
+    flags.DEFINE_string("data", None, "bench: wav folder, CSV manifest or shard folder to read.")
+    flags.DEFINE_list("workers", ["0", "1", "2"], "bench: service worker counts to compare (0: no service, "
+                      "the chain runs in the bench process).")
+    flags.DEFINE_integer("batches", 30, "bench: timed batches per run.", lower_bound=1)
+    flags.DEFINE_integer("warmup", 5, "bench: untimed batches before each timed run.", lower_bound=0)
+    flags.DEFINE_integer("repeats", 3, "bench: runs per worker count (interleaved; the median is reported).",
+                         lower_bound=1)
+    flags.DEFINE_string("json", None, "bench: also write the results to this JSON file.")
+    tfpipe_flags.define_flags()
 
 
 def _run_serve(argv: Sequence[str]) -> None:
-    raise NotImplementedError("tfpipe serve: being built (issue 6)")
+    role = argv[0] if len(argv) == 1 else None
+    if role not in ("dispatcher", "worker", "bench"):
+        _fail(f"expected one of dispatcher | worker | bench, got {' '.join(argv) or 'nothing'}\n{_SERVE_USAGE}")
+    if role != "bench" and FLAGS.port is None:
+        _fail(f"--port is required (0: any free port)\n{_SERVE_USAGE}")
+    if role == "worker" and not FLAGS.dispatcher:
+        _fail(f"--dispatcher HOST:PORT is required\n{_SERVE_USAGE}")
+    if role == "bench" and not FLAGS.data:
+        _fail("--data is required: a wav folder, CSV manifest or shard folder")
+    from tfpipe import service  # loads TensorFlow: after the cheap checks
+
+    try:
+        if role == "dispatcher":
+            timeout_ms = None if FLAGS.worker_timeout is None else int(FLAGS.worker_timeout * 1000)
+            service.run_dispatcher(FLAGS.port, FLAGS.work_dir, worker_timeout_ms=timeout_ms)
+        elif role == "worker":
+            service.run_worker(FLAGS.dispatcher, FLAGS.port, worker_host=FLAGS.worker_host)
+        else:
+            _run_serve_bench(service)
+    except ValueError as e:
+        _fail(str(e))
+
+
+def _run_serve_bench(service) -> None:
+    """tfpipe serve bench: examples/s through 0 (local), 1, 2, ... service workers."""
+    from tfpipe import flags as tfpipe_flags
+
+    try:
+        counts = [int(n) for n in FLAGS.workers]
+    except ValueError:
+        _fail(f"--workers={','.join(FLAGS.workers)}: expected worker counts, e.g. 0,1,2")
+    result = service.bench_workers(FLAGS.data, counts, tfpipe_flags.pipeline_config(),
+                                   tfpipe_flags.feature_config(), batches=FLAGS.batches,
+                                   warmup=FLAGS.warmup, repeats=FLAGS.repeats, out=sys.stdout)
+    print(service.format_bench(result))
+    if FLAGS.json:
+        import json
+
+        with open(FLAGS.json, "w") as f:
+            json.dump(result, f, indent=2)
+        print(f"wrote {FLAGS.json}")
 
 
 # --- dispatch ----------------------------------------------------------------------
@@ -367,7 +430,7 @@ def _print_help(name: str) -> None:
     """The subcommand's doc and its own flags (absl's --help would list only the script's)."""
     print(f"usage: tfpipe {name} [flags]\n\n{_COMMANDS[name][0]}.\n")
     for module, module_flags in sorted(FLAGS.flags_by_module_dict().items()):
-        if module.startswith("tfpipe") and module_flags:
+        if not module.startswith("absl.") and module_flags:  # ours, whatever name `-m` gave cli.py
             print(FLAGS.module_help(module))
 
 

@@ -1,0 +1,430 @@
+"""tf.data service: run a pipeline's expensive part on a dispatcher + workers.
+
+tfpipe builds no cluster of its own. `distribute` hands the batched, featurized
+chain to TensorFlow's tf.data service, so only the prefetch runs in the training
+process; `run_dispatcher` / `run_worker` are the servers behind `tfpipe serve`.
+
+The service has no authentication and its servers listen on every interface of
+the host (TF 2.15 has no bind-address option): run it on a trusted network only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Callable, Iterator, Optional, Sequence, TextIO
+from urllib.parse import urlsplit
+
+import tensorflow as tf
+
+from tfpipe import sources
+from tfpipe.config import FeatureConfig, PipelineConfig
+from tfpipe.pipeline import Data, build_dataset
+
+_service = tf.data.experimental.service
+_PROCESSING_MODES = {
+    "distributed_epoch": _service.ShardingPolicy.DYNAMIC,  # files handed out one by one to free workers
+    "parallel_epochs": _service.ShardingPolicy.OFF,  # every worker produces the whole dataset
+}
+# Ops that call back into this process's Python: a service worker cannot run them.
+_PYTHON_OPS = ("PyFunc", "EagerPyFunc", "PyFuncStateless")
+_LOOPBACK = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
+def processing_mode(pipeline: PipelineConfig) -> _service.ShardingPolicy:
+    """The tf.data service sharding policy for `pipeline.data_service_mode`."""
+    return _PROCESSING_MODES[pipeline.data_service_mode]
+
+
+def distribute(ds: tf.data.Dataset, pipeline: PipelineConfig) -> tf.data.Dataset:
+    """Runs `ds` on the tf.data service at `pipeline.data_service`.
+
+    In "distributed_epoch" mode (the default) the dispatcher hands the chain's
+    file list out one file at a time to whichever worker is free, so one epoch
+    holds every example exactly once across all workers and all consumers that
+    share `data_service_job`; in "parallel_epochs" mode every worker produces the
+    whole dataset. Workers open the files by the paths the client sees, so they
+    need the same filesystem (or the same paths) as the client.
+
+    Args:
+      ds: the chain to run remotely (source through feature maps).
+      pipeline: its config; `data_service`, `data_service_mode` and
+        `data_service_job` are used here.
+
+    Returns:
+      A dataset that reads the chain's elements from the service.
+
+    Raises:
+      ValueError: no service address, or a chain the service cannot run as asked.
+    """
+    if not pipeline.data_service:
+        raise ValueError("PipelineConfig.data_service is empty: set it to the dispatcher, "
+                         "e.g. --data_service=grpc://HOST:PORT (start one with `tfpipe serve dispatcher`)")
+    mode = processing_mode(pipeline)
+    if mode == _service.ShardingPolicy.DYNAMIC and pipeline.cache:
+        # Measured: a repeated cache under dynamic sharding never yields; and each worker
+        # would cache only the files it happened to get in the first epoch.
+        raise ValueError(f"PipelineConfig.cache={pipeline.cache!r} cannot run on the tf.data service in "
+                         f"distributed_epoch mode: set --cache='' or --data_service_mode=parallel_epochs")
+    _check_runnable_remotely(ds, pipeline)
+    return ds.apply(_service.distribute(processing_mode=mode, service=pipeline.data_service,
+                                        job_name=pipeline.data_service_job or None))
+
+
+def _check_runnable_remotely(ds: tf.data.Dataset, pipeline: PipelineConfig) -> None:
+    """Raise ValueError for chains that would fail or lose data on the service."""
+    chain = _chain(ds)
+    if pipeline.data_service_job and any(type(d).__name__ == "_ShardDataset" for d in chain):
+        # Measured: consumers sharing a job but holding different file shards silently lose examples.
+        raise ValueError(f"data_service_job={pipeline.data_service_job!r} with per-worker file sharding "
+                         f"(an InputContext with several input pipelines): a shared job splits the files "
+                         f"itself; drop --data_service_job or build without the input_context")
+    if any(op in _PYTHON_OPS for d in chain for op in _function_ops(d)):
+        # Measured: a worker process fails with "Could not find callback with key=pyfunc_0".
+        raise ValueError(f"the chain runs Python (tf.numpy_function, e.g. FeatureConfig.backend='librosa'), "
+                         f"which tf.data service workers cannot run (the function lives in this process): "
+                         f"use --backend=tf with --data_service={pipeline.data_service}, or read locally "
+                         f"(--data_service='')")
+
+
+def _chain(ds: tf.data.Dataset) -> list[tf.data.Dataset]:
+    """The dataset and all its inputs, read from the Python objects (works in graph mode too)."""
+    seen, todo = [], [ds]
+    while todo:
+        d = todo.pop()
+        seen.append(d)
+        todo.extend(d._inputs())  # pylint: disable=protected-access
+    return seen
+
+
+def _function_ops(ds: tf.data.Dataset) -> set[str]:
+    """Op types in the dataset's own function (map, filter, ...) and the functions it calls."""
+    wrapper = getattr(ds, "_map_func", None) or getattr(ds, "_predicate", None)
+    if wrapper is None:
+        return set()
+    graph_def = wrapper.function.graph.as_graph_def()
+    return ({n.op for n in graph_def.node}
+            | {n.op for f in graph_def.library.function for n in f.node_def})
+
+
+# --- servers ---------------------------------------------------------------------------------
+
+
+def start_dispatcher(port: int = 0, work_dir: Optional[str] = None, *,
+                     worker_timeout_ms: Optional[int] = None) -> _service.DispatchServer:
+    """Starts a dispatcher in this process and returns it (`.target` is its grpc:// address).
+
+    Args:
+      port: port to listen on (0: any free port). The server listens on all interfaces.
+      work_dir: if set, the dispatcher journals its state there and recovers it
+        after a restart (fault-tolerant mode).
+      worker_timeout_ms: how long a silent worker counts as alive (None: TensorFlow's default).
+    """
+    if work_dir:
+        os.makedirs(work_dir, exist_ok=True)
+    config = _service.DispatcherConfig(port=port, work_dir=work_dir or None, fault_tolerant_mode=bool(work_dir),
+                                       worker_timeout_ms=worker_timeout_ms)
+    return _service.DispatchServer(config)
+
+
+def start_worker(dispatcher_address: str, port: int = 0, *,
+                 worker_host: Optional[str] = None) -> _service.WorkerServer:
+    """Starts a worker in this process that registers with the dispatcher.
+
+    Args:
+      dispatcher_address: "HOST:PORT" (or "grpc://HOST:PORT") of the dispatcher.
+      port: port to listen on (0: any free port). The server listens on all interfaces.
+      worker_host: the name consumers use to reach this worker; default: "localhost"
+        when the dispatcher is on this host, else this machine's hostname.
+    """
+    host, dispatcher_port = _split_address(dispatcher_address)
+    # Workers tell consumers where to fetch data: "localhost" would send remote consumers to themselves.
+    worker_host = worker_host or ("localhost" if host in _LOOPBACK else socket.gethostname())
+    config = _service.WorkerConfig(dispatcher_address=f"{host}:{dispatcher_port}",
+                                   worker_address=f"{worker_host}:%port%", port=port)
+    return _service.WorkerServer(config)
+
+
+def _split_address(address: str) -> tuple[str, int]:
+    """(host, port) from 'HOST:PORT' or 'grpc://HOST:PORT', or ValueError naming the fix."""
+    parts = urlsplit(address if "://" in address else f"grpc://{address}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if not parts.hostname or port is None:
+        raise ValueError(f"dispatcher address {address!r}: expected HOST:PORT, e.g. localhost:5050")
+    return parts.hostname, port
+
+
+def run_dispatcher(port: int, work_dir: Optional[str] = None, *, worker_timeout_ms: Optional[int] = None,
+                   out: Optional[TextIO] = None, stop: Optional[threading.Event] = None) -> None:
+    """Runs a dispatcher until Ctrl-C / SIGTERM (or `stop` is set), printing how to connect.
+
+    Args:
+      port: port to listen on (0: any free port; the status line names it).
+      work_dir: journal folder for restart recovery (see start_dispatcher).
+      worker_timeout_ms: how long a silent worker counts as alive.
+      out: where the status lines go (default stdout).
+      stop: set it to stop the server (for callers that run this in a thread).
+    """
+
+    def status(server: _service.DispatchServer) -> list[str]:
+        bound, host = int(server.target.rsplit(":", 1)[1]), socket.gethostname()
+        return [f"tfpipe dispatcher: port {bound} (all interfaces), pid {os.getpid()}"
+                + (f", state journal {work_dir}" if work_dir else ""),
+                f"  workers:   tfpipe serve worker --dispatcher {host}:{bound} --port PORT",
+                f"  consumers: --data_service=grpc://{host}:{bound}   (on this machine: --data_service=grpc://localhost:{bound})",
+                _NO_AUTH]
+
+    _serve(lambda: start_dispatcher(port, work_dir, worker_timeout_ms=worker_timeout_ms), status, out, stop)
+
+
+def run_worker(dispatcher_address: str, port: int, *, worker_host: Optional[str] = None,
+               out: Optional[TextIO] = None, stop: Optional[threading.Event] = None) -> None:
+    """Runs a worker until Ctrl-C / SIGTERM (or `stop` is set), printing its address.
+
+    Waits (interruptibly) for the dispatcher to accept connections first: TensorFlow's
+    worker start blocks, deaf to Ctrl-C, until it has registered.
+
+    Args:
+      dispatcher_address: "HOST:PORT" of the dispatcher.
+      port: port to listen on (0: any free port).
+      worker_host: the name consumers use to reach this worker (see start_worker).
+      out: where the status lines go (default stdout).
+      stop: set it to stop the server.
+    """
+    host, dispatcher_port = _split_address(dispatcher_address)
+
+    def wait_for_dispatcher(stopping: threading.Event) -> None:
+        if not _accepts_connections(host, dispatcher_port):
+            print(f"tfpipe worker: waiting for the dispatcher at {host}:{dispatcher_port} (Ctrl-C stops)",
+                  file=out, flush=True)
+        while not _accepts_connections(host, dispatcher_port) and not stopping.wait(0.5):
+            pass
+
+    def status(server: _service.WorkerServer) -> list[str]:
+        bound = server._server.bound_port()  # pylint: disable=protected-access
+        advertised = worker_host or ("localhost" if host in _LOOPBACK else socket.gethostname())
+        return [f"tfpipe worker: port {bound} (all interfaces), pid {os.getpid()}, registered with dispatcher "
+                f"{host}:{dispatcher_port}; consumers fetch from {advertised}:{bound}", _NO_AUTH]
+
+    _serve(lambda: start_worker(dispatcher_address, port, worker_host=worker_host), status, out, stop,
+           before=wait_for_dispatcher)
+
+
+_NO_AUTH = "  no authentication: keep this port reachable from a trusted network only. Ctrl-C stops."
+
+
+def _accepts_connections(host: str, port: int) -> bool:
+    """True if a TCP connection to host:port succeeds within a second."""
+    try:
+        with socket.create_connection((host, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+def _serve(start: Callable[[], Any], status: Callable[[Any], list[str]], out: Optional[TextIO],
+           stop: Optional[threading.Event], before: Optional[Callable[[threading.Event], None]] = None) -> None:
+    """Starts a server, prints its status, waits for Ctrl-C / SIGTERM / `stop`, then stops it."""
+    stop = stop or threading.Event()
+    restore = _stop_on_signals(stop.set)
+    server = None
+    try:
+        if before:
+            before(stop)
+        if not stop.is_set():
+            server = start()
+            print("\n".join(status(server)), file=out, flush=True)
+        while not stop.wait(0.5):  # short waits keep the main thread responsive to signals
+            pass
+    finally:
+        if server is not None:
+            server.stop()
+        restore()
+        print("stopped", file=out, flush=True)
+
+
+def _stop_on_signals(callback: Callable[[], None]) -> Callable[[], None]:
+    """Calls `callback` on SIGINT/SIGTERM (main thread only); returns a function restoring the old handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    old = {sig: signal.signal(sig, lambda *_: callback()) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+    return restore
+
+
+# --- local cluster and benchmark ----------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class LocalCluster:
+    """A dispatcher in this process and worker subprocesses, all on localhost.
+
+    Attributes:
+      dispatcher: the in-process DispatchServer.
+      target: "grpc://localhost:PORT", the value for PipelineConfig.data_service.
+      ports: each worker's port.
+      workers: the `tfpipe serve worker` processes (kill one to simulate a lost worker).
+    """
+
+    dispatcher: _service.DispatchServer
+    target: str
+    ports: list[int]
+    workers: list[subprocess.Popen] = dataclasses.field(default_factory=list)
+    _logs: list[Any] = dataclasses.field(default_factory=list)
+
+    def start_worker(self, i: int) -> subprocess.Popen:
+        """(Re)starts worker `i` on its port, as a supervisor restarting a lost worker would."""
+        if i < len(self.workers) and self.workers[i].poll() is None:
+            raise ValueError(f"worker {i} (pid {self.workers[i].pid}) is still running")
+        if i == len(self.workers):
+            self._logs.append(tempfile.TemporaryFile())
+            self.workers.append(None)
+        address = self.target.split("://", 1)[1]
+        self.workers[i] = subprocess.Popen(
+            [sys.executable, "-m", "tfpipe.cli", "serve", "worker", "--dispatcher", address,
+             "--port", str(self.ports[i])], stdin=subprocess.DEVNULL, stdout=self._logs[i], stderr=subprocess.STDOUT)
+        return self.workers[i]
+
+    def log(self, i: int) -> str:
+        """What worker `i` printed so far (status lines, errors)."""
+        self._logs[i].seek(0)
+        return self._logs[i].read().decode(errors="replace")
+
+    def stop(self) -> None:
+        """Stops the workers (SIGTERM, then SIGKILL after 15 s) and the dispatcher."""
+        for w in self.workers:
+            if w.poll() is None:
+                w.terminate()
+        for w in self.workers:
+            try:
+                w.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                w.kill()
+                w.wait()
+        for log in self._logs:
+            log.close()
+        self.dispatcher.stop()
+
+
+@contextlib.contextmanager
+def local_cluster(num_workers: int, *, worker_timeout_ms: Optional[int] = None,
+                  start_timeout_s: float = 120.0) -> Iterator[LocalCluster]:
+    """Starts a dispatcher here and `num_workers` worker processes; stops them all on exit.
+
+    Args:
+      num_workers: worker processes (`python -m tfpipe.cli serve worker`), each on a free port.
+      worker_timeout_ms: how long the dispatcher waits for a silent worker.
+      start_timeout_s: give up if the workers have not registered by then.
+
+    Raises:
+      RuntimeError: a worker exited or did not register in time (its log is in the message).
+    """
+    dispatcher = start_dispatcher(0, worker_timeout_ms=worker_timeout_ms)
+    cluster = LocalCluster(dispatcher, dispatcher.target, [_free_port() for _ in range(num_workers)])
+    try:
+        for i in range(num_workers):
+            cluster.start_worker(i)
+        deadline = time.monotonic() + start_timeout_s
+        while dispatcher._num_workers() < num_workers:  # pylint: disable=protected-access
+            dead = [i for i, w in enumerate(cluster.workers) if w.poll() is not None]
+            if dead or time.monotonic() > deadline:
+                i = dead[0] if dead else 0
+                raise RuntimeError(f"tf.data service worker {i} {'exited' if dead else 'did not register'} "
+                                   f"(exit code {cluster.workers[i].poll()}): {cluster.log(i)[-2000:]}")
+            time.sleep(0.1)
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _free_port() -> int:
+    """A port nothing listens on right now (bound on loopback only, then released)."""
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def bench_workers(data: Data, worker_counts: Sequence[int] = (0, 1, 2), pipeline: Optional[PipelineConfig] = None,
+                  features: Optional[FeatureConfig] = None, *, batches: int = 30, warmup: int = 5,
+                  repeats: int = 3, out: Optional[TextIO] = None) -> dict[str, Any]:
+    """Examples/s of the train chain through 0 (local, no service), 1, 2, ... service workers.
+
+    Each run starts a fresh dispatcher and worker processes on this host, takes
+    `warmup` batches untimed, then times `batches` batches. Runs are interleaved
+    (1, 2, 1, 2, ...) so machine drift hits every worker count alike.
+
+    Args:
+      data: wav folder, CSV manifest or shard folder.
+      worker_counts: worker counts to compare; 0 runs the chain in this process.
+      pipeline: the chain (its data_service fields are replaced); default optimized().
+      features: FeatureConfig (default FeatureConfig()); backend "tf" only, see distribute.
+      batches: timed batches per run.
+      warmup: untimed batches first (buffers fill, workers get their first files).
+      repeats: runs per worker count; the median is reported.
+      out: progress lines go here (None: quiet).
+
+    Returns:
+      {"runs": {count: [examples/s, ...]}, "median": {count: examples/s},
+       "speedup": {count: median / median of the smallest service run}, plus the setup}.
+    """
+    pipeline = pipeline or PipelineConfig.optimized()
+    features = features or FeatureConfig()
+    if not worker_counts or min(worker_counts) < 0:
+        raise ValueError(f"worker counts {list(worker_counts)}: expected counts >= 0, e.g. 0,1,2")
+    runs: dict[int, list[float]] = {n: [] for n in worker_counts}
+    for r in range(repeats):
+        for n in worker_counts:
+            with (local_cluster(n) if n else contextlib.nullcontext(None)) as cluster:
+                p = dataclasses.replace(pipeline, data_service=cluster.target if cluster else "",
+                                        data_service_job="")
+                it = iter(build_dataset(data, "train", p, features))
+                for _ in range(warmup):
+                    next(it)
+                start, examples = time.perf_counter(), 0
+                for _ in range(batches):
+                    examples += int(tf.shape(next(it)[1])[0])
+                runs[n].append(examples / (time.perf_counter() - start))
+                del it  # release the job before its workers stop
+            if out:
+                print(f"run {r + 1}/{repeats}: {_arm(n)}: {runs[n][-1]:,.1f} examples/s", file=out, flush=True)
+    median = {n: statistics.median(rates) for n, rates in runs.items()}
+    base = min((n for n in worker_counts if n), default=None)
+    return {"data": os.fspath(data) if not isinstance(data, sources.Source) else data.root,
+            "pipeline": dataclasses.asdict(pipeline), "features": dataclasses.asdict(features),
+            "cpus": os.cpu_count(), "batches": batches, "warmup": warmup, "repeats": repeats,
+            "runs": runs, "median": median,
+            "speedup": {n: median[n] / median[base] for n in worker_counts if base}}
+
+
+def format_bench(result: dict[str, Any]) -> str:
+    """The bench result as a table: worker count, median examples/s, ratio to the smallest service run."""
+    rows = [("workers", "examples/s (median)", "runs", "vs first service run")]
+    for n, rate in result["median"].items():
+        ratio = result["speedup"].get(n)
+        rows.append((_arm(n), f"{rate:,.1f}", " ".join(f"{x:,.0f}" for x in result["runs"][n]),
+                     f"{ratio:.2f}x" if ratio is not None and n else ""))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    table = "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows)
+    return (f"{table}\n{result['cpus']} CPUs; all workers run on this host and share its cores, so N workers "
+            f"can beat one only while one worker leaves cores idle (a sequential chain uses about one core).")
+
+
+def _arm(n: int) -> str:
+    """'local' for 0 workers, else the count."""
+    return "local" if n == 0 else f"{n} worker{'s' if n > 1 else ''}"
