@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import make_corpus
-from tfpipe import service
+from tfpipe import service, service_bench
 from tfpipe.config import FeatureConfig, PipelineConfig
 from tfpipe.estimator import make_input_fn
 from tfpipe.pipeline import build_dataset, dataset_ops
@@ -24,7 +24,7 @@ from tfpipe.shards import write_shards
 FEAT = FeatureConfig(clip_seconds=0.25)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def servers():
     """A dispatcher and two workers in this process; yields the dispatcher's grpc:// address."""
     dispatcher = service.start_dispatcher()
@@ -161,7 +161,7 @@ def test_killed_worker_mid_epoch_blocks_the_epoch_end_until_it_returns_and_loses
     feat = FeatureConfig(clip_seconds=0.1)
     expected = _examples(build_dataset(data, "eval", PipelineConfig.optimized(batch_size=2), feat))
     got, outcome, finished = collections.Counter(), [], threading.Event()
-    with service.local_cluster(2, worker_timeout_ms=1000) as cluster:
+    with service_bench.local_cluster(2, worker_timeout_ms=1000) as cluster:
         pipe = PipelineConfig.optimized(batch_size=2, data_service=cluster.target)
         batches = build_dataset(data, "eval", pipe, feat).as_numpy_iterator()
         f, labels = next(batches)
@@ -196,7 +196,7 @@ def test_killed_worker_mid_epoch_blocks_the_epoch_end_until_it_returns_and_loses
 
 def test_training_keeps_reading_from_the_surviving_worker(tmp_path):
     data = make_corpus(tmp_path / "c", per_class=20, seconds=0.1)
-    with service.local_cluster(2, worker_timeout_ms=1000) as cluster:
+    with service_bench.local_cluster(2, worker_timeout_ms=1000) as cluster:
         pipe = PipelineConfig.optimized(batch_size=2, data_service=cluster.target)
         batches = iter(build_dataset(data, "train", pipe, FeatureConfig(clip_seconds=0.1)))
         next(batches)
@@ -208,9 +208,9 @@ def test_training_keeps_reading_from_the_surviving_worker(tmp_path):
 
 
 def test_bench_workers_reports_examples_per_second_per_worker_count(corpus):
-    result = service.bench_workers(corpus, [0, 1], PipelineConfig.naive(batch_size=4), FEAT,
+    result = service_bench.bench_workers(corpus, [0, 1], PipelineConfig.naive(batch_size=4), FEAT,
                                    batches=3, warmup=1, repeats=1)
     assert set(result["median"]) == {0, 1} and all(r > 0 for r in result["median"].values())
     assert result["speedup"][1] == 1.0
-    table = service.format_bench(result)
+    table = service_bench.format_bench(result)
     assert re.search(r"^local\s+[\d,.]+", table, re.M) and re.search(r"^1 worker\s+[\d,.]+.*1\.00x", table, re.M)

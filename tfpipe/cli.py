@@ -358,10 +358,12 @@ def _define_serve() -> None:
     flags.DEFINE_string("data", None, "bench: wav folder, CSV manifest or shard folder to read.")
     flags.DEFINE_list("workers", ["0", "1", "2"], "bench: service worker counts to compare (0: no service, "
                       "the chain runs in the bench process).")
-    flags.DEFINE_integer("batches", 30, "bench: timed batches per run.", lower_bound=1)
+    flags.DEFINE_integer("batches", 50, "bench: timed batches per run.", lower_bound=1)
     flags.DEFINE_integer("warmup", 5, "bench: untimed batches before each timed run.", lower_bound=0)
     flags.DEFINE_integer("repeats", 3, "bench: runs per worker count (interleaved; the median is reported).",
                          lower_bound=1)
+    flags.DEFINE_boolean("pin_workers", True, "bench: pin worker i to CPU i, so each worker stands for one "
+                         "single-core machine (Linux).")
     flags.DEFINE_string("json", None, "bench: also write the results to this JSON file.")
     tfpipe_flags.define_flags()
 
@@ -385,23 +387,24 @@ def _run_serve(argv: Sequence[str]) -> None:
         elif role == "worker":
             service.run_worker(FLAGS.dispatcher, FLAGS.port, worker_host=FLAGS.worker_host)
         else:
-            _run_serve_bench(service)
+            _run_serve_bench()
     except ValueError as e:
         _fail(str(e))
 
 
-def _run_serve_bench(service) -> None:
+def _run_serve_bench() -> None:
     """tfpipe serve bench: examples/s through 0 (local), 1, 2, ... service workers."""
     from tfpipe import flags as tfpipe_flags
+    from tfpipe import service_bench
 
     try:
         counts = [int(n) for n in FLAGS.workers]
     except ValueError:
         _fail(f"--workers={','.join(FLAGS.workers)}: expected worker counts, e.g. 0,1,2")
-    result = service.bench_workers(FLAGS.data, counts, tfpipe_flags.pipeline_config(),
-                                   tfpipe_flags.feature_config(), batches=FLAGS.batches,
-                                   warmup=FLAGS.warmup, repeats=FLAGS.repeats, out=sys.stdout)
-    print(service.format_bench(result))
+    result = service_bench.bench_workers(FLAGS.data, counts, tfpipe_flags.pipeline_config(),
+                                         tfpipe_flags.feature_config(), batches=FLAGS.batches, warmup=FLAGS.warmup,
+                                         repeats=FLAGS.repeats, pin_workers=FLAGS.pin_workers, out=sys.stdout)
+    print(service_bench.format_bench(result))
     if FLAGS.json:
         import json
 

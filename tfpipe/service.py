@@ -10,25 +10,16 @@ the host (TF 2.15 has no bind-address option): run it on a trusted network only.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import os
 import signal
 import socket
-import statistics
-import subprocess
-import sys
-import tempfile
 import threading
-import time
-from typing import Any, Callable, Iterator, Optional, Sequence, TextIO
+from typing import Any, Callable, Optional, TextIO
 from urllib.parse import urlsplit
 
 import tensorflow as tf
 
-from tfpipe import sources
-from tfpipe.config import FeatureConfig, PipelineConfig
-from tfpipe.pipeline import Data, build_dataset
+from tfpipe.config import PipelineConfig
 
 _service = tf.data.experimental.service
 _PROCESSING_MODES = {
@@ -266,165 +257,3 @@ def _stop_on_signals(callback: Callable[[], None]) -> Callable[[], None]:
             signal.signal(sig, handler)
 
     return restore
-
-
-# --- local cluster and benchmark ----------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class LocalCluster:
-    """A dispatcher in this process and worker subprocesses, all on localhost.
-
-    Attributes:
-      dispatcher: the in-process DispatchServer.
-      target: "grpc://localhost:PORT", the value for PipelineConfig.data_service.
-      ports: each worker's port.
-      workers: the `tfpipe serve worker` processes (kill one to simulate a lost worker).
-    """
-
-    dispatcher: _service.DispatchServer
-    target: str
-    ports: list[int]
-    workers: list[subprocess.Popen] = dataclasses.field(default_factory=list)
-    _logs: list[Any] = dataclasses.field(default_factory=list)
-
-    def start_worker(self, i: int) -> subprocess.Popen:
-        """(Re)starts worker `i` on its port, as a supervisor restarting a lost worker would."""
-        if i < len(self.workers) and self.workers[i].poll() is None:
-            raise ValueError(f"worker {i} (pid {self.workers[i].pid}) is still running")
-        if i == len(self.workers):
-            self._logs.append(tempfile.TemporaryFile())
-            self.workers.append(None)
-        address = self.target.split("://", 1)[1]
-        self.workers[i] = subprocess.Popen(
-            [sys.executable, "-m", "tfpipe.cli", "serve", "worker", "--dispatcher", address,
-             "--port", str(self.ports[i])], stdin=subprocess.DEVNULL, stdout=self._logs[i], stderr=subprocess.STDOUT)
-        return self.workers[i]
-
-    def log(self, i: int) -> str:
-        """What worker `i` printed so far (status lines, errors)."""
-        self._logs[i].seek(0)
-        return self._logs[i].read().decode(errors="replace")
-
-    def stop(self) -> None:
-        """Stops the workers (SIGTERM, then SIGKILL after 15 s) and the dispatcher."""
-        for w in self.workers:
-            if w.poll() is None:
-                w.terminate()
-        for w in self.workers:
-            try:
-                w.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                w.kill()
-                w.wait()
-        for log in self._logs:
-            log.close()
-        self.dispatcher.stop()
-
-
-@contextlib.contextmanager
-def local_cluster(num_workers: int, *, worker_timeout_ms: Optional[int] = None,
-                  start_timeout_s: float = 120.0) -> Iterator[LocalCluster]:
-    """Starts a dispatcher here and `num_workers` worker processes; stops them all on exit.
-
-    Args:
-      num_workers: worker processes (`python -m tfpipe.cli serve worker`), each on a free port.
-      worker_timeout_ms: how long the dispatcher waits for a silent worker.
-      start_timeout_s: give up if the workers have not registered by then.
-
-    Raises:
-      RuntimeError: a worker exited or did not register in time (its log is in the message).
-    """
-    dispatcher = start_dispatcher(0, worker_timeout_ms=worker_timeout_ms)
-    cluster = LocalCluster(dispatcher, dispatcher.target, [_free_port() for _ in range(num_workers)])
-    try:
-        for i in range(num_workers):
-            cluster.start_worker(i)
-        deadline = time.monotonic() + start_timeout_s
-        while dispatcher._num_workers() < num_workers:  # pylint: disable=protected-access
-            dead = [i for i, w in enumerate(cluster.workers) if w.poll() is not None]
-            if dead or time.monotonic() > deadline:
-                i = dead[0] if dead else 0
-                raise RuntimeError(f"tf.data service worker {i} {'exited' if dead else 'did not register'} "
-                                   f"(exit code {cluster.workers[i].poll()}): {cluster.log(i)[-2000:]}")
-            time.sleep(0.1)
-        yield cluster
-    finally:
-        cluster.stop()
-
-
-def _free_port() -> int:
-    """A port nothing listens on right now (bound on loopback only, then released)."""
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return s.getsockname()[1]
-
-
-def bench_workers(data: Data, worker_counts: Sequence[int] = (0, 1, 2), pipeline: Optional[PipelineConfig] = None,
-                  features: Optional[FeatureConfig] = None, *, batches: int = 30, warmup: int = 5,
-                  repeats: int = 3, out: Optional[TextIO] = None) -> dict[str, Any]:
-    """Examples/s of the train chain through 0 (local, no service), 1, 2, ... service workers.
-
-    Each run starts a fresh dispatcher and worker processes on this host, takes
-    `warmup` batches untimed, then times `batches` batches. Runs are interleaved
-    (1, 2, 1, 2, ...) so machine drift hits every worker count alike.
-
-    Args:
-      data: wav folder, CSV manifest or shard folder.
-      worker_counts: worker counts to compare; 0 runs the chain in this process.
-      pipeline: the chain (its data_service fields are replaced); default optimized().
-      features: FeatureConfig (default FeatureConfig()); backend "tf" only, see distribute.
-      batches: timed batches per run.
-      warmup: untimed batches first (buffers fill, workers get their first files).
-      repeats: runs per worker count; the median is reported.
-      out: progress lines go here (None: quiet).
-
-    Returns:
-      {"runs": {count: [examples/s, ...]}, "median": {count: examples/s},
-       "speedup": {count: median / median of the smallest service run}, plus the setup}.
-    """
-    pipeline = pipeline or PipelineConfig.optimized()
-    features = features or FeatureConfig()
-    if not worker_counts or min(worker_counts) < 0:
-        raise ValueError(f"worker counts {list(worker_counts)}: expected counts >= 0, e.g. 0,1,2")
-    runs: dict[int, list[float]] = {n: [] for n in worker_counts}
-    for r in range(repeats):
-        for n in worker_counts:
-            with (local_cluster(n) if n else contextlib.nullcontext(None)) as cluster:
-                p = dataclasses.replace(pipeline, data_service=cluster.target if cluster else "",
-                                        data_service_job="")
-                it = iter(build_dataset(data, "train", p, features))
-                for _ in range(warmup):
-                    next(it)
-                start, examples = time.perf_counter(), 0
-                for _ in range(batches):
-                    examples += int(tf.shape(next(it)[1])[0])
-                runs[n].append(examples / (time.perf_counter() - start))
-                del it  # release the job before its workers stop
-            if out:
-                print(f"run {r + 1}/{repeats}: {_arm(n)}: {runs[n][-1]:,.1f} examples/s", file=out, flush=True)
-    median = {n: statistics.median(rates) for n, rates in runs.items()}
-    base = min((n for n in worker_counts if n), default=None)
-    return {"data": os.fspath(data) if not isinstance(data, sources.Source) else data.root,
-            "pipeline": dataclasses.asdict(pipeline), "features": dataclasses.asdict(features),
-            "cpus": os.cpu_count(), "batches": batches, "warmup": warmup, "repeats": repeats,
-            "runs": runs, "median": median,
-            "speedup": {n: median[n] / median[base] for n in worker_counts if base}}
-
-
-def format_bench(result: dict[str, Any]) -> str:
-    """The bench result as a table: worker count, median examples/s, ratio to the smallest service run."""
-    rows = [("workers", "examples/s (median)", "runs", "vs first service run")]
-    for n, rate in result["median"].items():
-        ratio = result["speedup"].get(n)
-        rows.append((_arm(n), f"{rate:,.1f}", " ".join(f"{x:,.0f}" for x in result["runs"][n]),
-                     f"{ratio:.2f}x" if ratio is not None and n else ""))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    table = "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows)
-    return (f"{table}\n{result['cpus']} CPUs; all workers run on this host and share its cores, so N workers "
-            f"can beat one only while one worker leaves cores idle (a sequential chain uses about one core).")
-
-
-def _arm(n: int) -> str:
-    """'local' for 0 workers, else the count."""
-    return "local" if n == 0 else f"{n} worker{'s' if n > 1 else ''}"
