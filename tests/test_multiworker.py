@@ -33,8 +33,8 @@ def _run_workers(data, tmp_path, timeout=150):
     cluster = {"worker": [f"localhost:{p}" for p in ports]}
     procs = []
     for i in range(2):
-        env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}),
-                   TF_CPP_MIN_LOG_LEVEL="3")
+        tf_config = {"cluster": cluster, "task": {"type": "worker", "index": i}}
+        env = dict(os.environ, TF_CONFIG=json.dumps(tf_config), TF_CPP_MIN_LOG_LEVEL="3")
         procs.append(subprocess.Popen([sys.executable, __file__, data, str(tmp_path / "model"),
                                        str(tmp_path / f"worker{i}.json")], env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True))
@@ -44,7 +44,8 @@ def _run_workers(data, tmp_path, timeout=150):
         for p in procs:
             if p.poll() is None:
                 p.kill()
-    return [(p.returncode, out, tmp_path / f"worker{i}.json") for i, (p, out) in enumerate(zip(procs, outputs))]
+    return [(p.returncode, out, tmp_path / f"worker{i}.json")
+            for i, (p, out) in enumerate(zip(procs, outputs))]
 
 
 def _reference(data):
@@ -94,7 +95,8 @@ def _worker_main(data, model_dir, out_path):
     base = tfpipe.make_input_fn(data, "train", tfpipe.PipelineConfig.optimized(batch_size=2, seed=0))
 
     def input_fn(params=None, input_context=None):
-        contexts.append(input_context and [input_context.num_input_pipelines, input_context.input_pipeline_id])
+        contexts.append(input_context and [input_context.num_input_pipelines,
+                                           input_context.input_pipeline_id])
         ds = base(params, input_context)
 
         def tap(features, labels):
@@ -115,7 +117,8 @@ def _worker_main(data, model_dir, out_path):
             loss, tf.compat.v1.train.get_global_step())
         return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
 
-    config = tf.estimator.RunConfig(model_dir=model_dir, train_distribute=tf.distribute.MultiWorkerMirroredStrategy(),
+    config = tf.estimator.RunConfig(model_dir=model_dir,
+                                    train_distribute=tf.distribute.MultiWorkerMirroredStrategy(),
                                     save_checkpoints_steps=1000, log_step_count_steps=1000)
     estimator = tf.estimator.Estimator(model_fn, config=config)
     tf.estimator.train_and_evaluate(estimator, tf.estimator.TrainSpec(input_fn, max_steps=STEPS),

@@ -88,9 +88,8 @@ def test_estimator_trains_from_the_service(corpus, servers, tmp_path):
     def model_fn(features, labels, mode):
         logits = tf.keras.layers.Dense(3)(tf.reduce_mean(features["log_mel"], axis=1))
         loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
-        step = tf.compat.v1.train.get_global_step()
-        return tf.estimator.EstimatorSpec(mode, loss=loss,
-                                          train_op=tf.compat.v1.train.AdamOptimizer(0.01).minimize(loss, step))
+        train_op = tf.compat.v1.train.AdamOptimizer(0.01).minimize(loss, tf.compat.v1.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
 
     estimator = tf.estimator.Estimator(model_fn, str(tmp_path / "model"))
     estimator.train(make_input_fn(corpus, "train", pipe, FEAT), max_steps=3)  # input_fn runs in graph mode
@@ -113,7 +112,8 @@ def test_python_features_and_shared_jobs_over_shards_are_refused(corpus):
         build_dataset(corpus, "eval", pipe, dataclasses.replace(FEAT, backend="librosa"))
     ctx = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=0)
     with pytest.raises(ValueError, match=r"data_service_job='j' with per-worker file sharding"):
-        build_dataset(corpus, "train", dataclasses.replace(pipe, data_service_job="j"), FEAT, input_context=ctx)
+        build_dataset(corpus, "train", dataclasses.replace(pipe, data_service_job="j"), FEAT,
+                      input_context=ctx)
 
 
 def _start_cli(*args):
@@ -213,4 +213,5 @@ def test_bench_workers_reports_examples_per_second_per_worker_count(corpus):
     assert set(result["median"]) == {0, 1} and all(r > 0 for r in result["median"].values())
     assert result["speedup"][1] == 1.0
     table = service_bench.format_bench(result)
-    assert re.search(r"^local\s+[\d,.]+", table, re.M) and re.search(r"^1 worker\s+[\d,.]+.*1\.00x", table, re.M)
+    assert re.search(r"^local\s+[\d,.]+", table, re.M)
+    assert re.search(r"^1 worker\s+[\d,.]+.*1\.00x", table, re.M)

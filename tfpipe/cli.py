@@ -349,7 +349,7 @@ def _define_serve() -> None:
 
     flags.DEFINE_integer("port", None, "Port this server listens on, on all interfaces (0: any free port).",
                          lower_bound=0, upper_bound=65535)
-    flags.DEFINE_string("work_dir", None, "dispatcher: journal its state here and recover it after a restart.")
+    flags.DEFINE_string("work_dir", None, "dispatcher: journal its state here; recover it after a restart.")
     flags.DEFINE_float("worker_timeout", None, "dispatcher: seconds without a heartbeat before a worker "
                        "counts as gone (unset: TensorFlow's default).", lower_bound=0.1)
     flags.DEFINE_string("dispatcher", None, "worker: the dispatcher's HOST:PORT.")
@@ -371,7 +371,8 @@ def _define_serve() -> None:
 def _run_serve(argv: Sequence[str]) -> None:
     role = argv[0] if len(argv) == 1 else None
     if role not in ("dispatcher", "worker", "bench"):
-        _fail(f"expected one of dispatcher | worker | bench, got {' '.join(argv) or 'nothing'}\n{_SERVE_USAGE}")
+        got = " ".join(argv) or "nothing"
+        _fail(f"expected one of dispatcher | worker | bench, got {got}\n{_SERVE_USAGE}")
     if role != "bench" and FLAGS.port is None:
         _fail(f"--port is required (0: any free port)\n{_SERVE_USAGE}")
     if role == "worker" and not FLAGS.dispatcher:
@@ -402,8 +403,9 @@ def _run_serve_bench() -> None:
     except ValueError:
         _fail(f"--workers={','.join(FLAGS.workers)}: expected worker counts, e.g. 0,1,2")
     result = service_bench.bench_workers(FLAGS.data, counts, tfpipe_flags.pipeline_config(),
-                                         tfpipe_flags.feature_config(), batches=FLAGS.batches, warmup=FLAGS.warmup,
-                                         repeats=FLAGS.repeats, pin_workers=FLAGS.pin_workers, out=sys.stdout)
+                                         tfpipe_flags.feature_config(), batches=FLAGS.batches,
+                                         warmup=FLAGS.warmup, repeats=FLAGS.repeats,
+                                         pin_workers=FLAGS.pin_workers, out=sys.stdout)
     print(service_bench.format_bench(result))
     if FLAGS.json:
         import json

@@ -122,7 +122,8 @@ def start_dispatcher(port: int = 0, work_dir: Optional[str] = None, *,
     """
     if work_dir:
         os.makedirs(work_dir, exist_ok=True)
-    config = _service.DispatcherConfig(port=port, work_dir=work_dir or None, fault_tolerant_mode=bool(work_dir),
+    config = _service.DispatcherConfig(port=port, work_dir=work_dir or None,
+                                       fault_tolerant_mode=bool(work_dir),
                                        worker_timeout_ms=worker_timeout_ms)
     return _service.DispatchServer(config)
 
@@ -138,11 +139,14 @@ def start_worker(dispatcher_address: str, port: int = 0, *,
         when the dispatcher is on this host, else this machine's hostname.
     """
     host, dispatcher_port = _split_address(dispatcher_address)
-    # Workers tell consumers where to fetch data: "localhost" would send remote consumers to themselves.
-    worker_host = worker_host or ("localhost" if host in _LOOPBACK else socket.gethostname())
     config = _service.WorkerConfig(dispatcher_address=f"{host}:{dispatcher_port}",
-                                   worker_address=f"{worker_host}:%port%", port=port)
+                                   worker_address=f"{_worker_host(host, worker_host)}:%port%", port=port)
     return _service.WorkerServer(config)
+
+
+def _worker_host(dispatcher_host: str, worker_host: Optional[str]) -> str:
+    """The name a worker gives consumers: "localhost" would send remote consumers to themselves."""
+    return worker_host or ("localhost" if dispatcher_host in _LOOPBACK else socket.gethostname())
 
 
 def _split_address(address: str) -> tuple[str, int]:
@@ -174,7 +178,8 @@ def run_dispatcher(port: int, work_dir: Optional[str] = None, *, worker_timeout_
         return [f"tfpipe dispatcher: port {bound} (all interfaces), pid {os.getpid()}"
                 + (f", state journal {work_dir}" if work_dir else ""),
                 f"  workers:   tfpipe serve worker --dispatcher {host}:{bound} --port PORT",
-                f"  consumers: --data_service=grpc://{host}:{bound}   (on this machine: --data_service=grpc://localhost:{bound})",
+                f"  consumers: --data_service=grpc://{host}:{bound}   "
+                f"(on this machine: --data_service=grpc://localhost:{bound})",
                 _NO_AUTH]
 
     _serve(lambda: start_dispatcher(port, work_dir, worker_timeout_ms=worker_timeout_ms), status, out, stop)
@@ -205,9 +210,9 @@ def run_worker(dispatcher_address: str, port: int, *, worker_host: Optional[str]
 
     def status(server: _service.WorkerServer) -> list[str]:
         bound = server._server.bound_port()  # pylint: disable=protected-access
-        advertised = worker_host or ("localhost" if host in _LOOPBACK else socket.gethostname())
-        return [f"tfpipe worker: port {bound} (all interfaces), pid {os.getpid()}, registered with dispatcher "
-                f"{host}:{dispatcher_port}; consumers fetch from {advertised}:{bound}", _NO_AUTH]
+        advertised = f"{_worker_host(host, worker_host)}:{bound}"
+        return [f"tfpipe worker: port {bound} (all interfaces), pid {os.getpid()}, registered with "
+                f"dispatcher {host}:{dispatcher_port}; consumers fetch from {advertised}", _NO_AUTH]
 
     _serve(lambda: start_worker(dispatcher_address, port, worker_host=worker_host), status, out, stop,
            before=wait_for_dispatcher)
@@ -226,7 +231,8 @@ def _accepts_connections(host: str, port: int) -> bool:
 
 
 def _serve(start: Callable[[], Any], status: Callable[[Any], list[str]], out: Optional[TextIO],
-           stop: Optional[threading.Event], before: Optional[Callable[[threading.Event], None]] = None) -> None:
+           stop: Optional[threading.Event],
+           before: Optional[Callable[[threading.Event], None]] = None) -> None:
     """Starts a server, prints its status, waits for Ctrl-C / SIGTERM / `stop`, then stops it."""
     stop = stop or threading.Event()
     restore = _stop_on_signals(stop.set)
@@ -247,7 +253,7 @@ def _serve(start: Callable[[], Any], status: Callable[[Any], list[str]], out: Op
 
 
 def _stop_on_signals(callback: Callable[[], None]) -> Callable[[], None]:
-    """Calls `callback` on SIGINT/SIGTERM (main thread only); returns a function restoring the old handlers."""
+    """Calls `callback` on SIGINT/SIGTERM (main thread only); returns what restores the old handlers."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     old = {sig: signal.signal(sig, lambda *_: callback()) for sig in (signal.SIGINT, signal.SIGTERM)}

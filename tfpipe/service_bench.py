@@ -56,9 +56,10 @@ class LocalCluster:
             self._logs.append(tempfile.TemporaryFile())
             self.workers.append(None)
         address = self.target.split("://", 1)[1]
-        self.workers[i] = subprocess.Popen(
-            [sys.executable, "-m", "tfpipe.cli", "serve", "worker", "--dispatcher", address,
-             "--port", str(self.ports[i])], stdin=subprocess.DEVNULL, stdout=self._logs[i], stderr=subprocess.STDOUT)
+        command = [sys.executable, "-m", "tfpipe.cli", "serve", "worker", "--dispatcher", address,
+                   "--port", str(self.ports[i])]
+        self.workers[i] = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=self._logs[i],
+                                           stderr=subprocess.STDOUT)
         if self.pin_workers and can_pin():
             cpus = sorted(os.sched_getaffinity(0))
             # Set before TensorFlow loads in the child, so all of its threads inherit it.
@@ -101,7 +102,8 @@ def local_cluster(num_workers: int, *, worker_timeout_ms: Optional[int] = None, 
       RuntimeError: a worker exited or did not register in time (its log is in the message).
     """
     dispatcher = start_dispatcher(0, worker_timeout_ms=worker_timeout_ms)
-    cluster = LocalCluster(dispatcher, dispatcher.target, [_free_port() for _ in range(num_workers)], pin_workers)
+    ports = [_free_port() for _ in range(num_workers)]
+    cluster = LocalCluster(dispatcher, dispatcher.target, ports, pin_workers)
     try:
         for i in range(num_workers):
             cluster.start_worker(i)
@@ -130,9 +132,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def bench_workers(data: Data, worker_counts: Sequence[int] = (0, 1, 2), pipeline: Optional[PipelineConfig] = None,
-                  features: Optional[FeatureConfig] = None, *, batches: int = 50, warmup: int = 5,
-                  repeats: int = 3, pin_workers: bool = True, out: Optional[TextIO] = None) -> dict[str, Any]:
+def bench_workers(data: Data, worker_counts: Sequence[int] = (0, 1, 2),
+                  pipeline: Optional[PipelineConfig] = None, features: Optional[FeatureConfig] = None, *,
+                  batches: int = 50, warmup: int = 5, repeats: int = 3, pin_workers: bool = True,
+                  out: Optional[TextIO] = None) -> dict[str, Any]:
     """Examples/s of the train chain through 0 (local, no service), 1, 2, ... service workers.
 
     Each run starts a fresh dispatcher and worker processes on this host, takes
@@ -164,7 +167,8 @@ def bench_workers(data: Data, worker_counts: Sequence[int] = (0, 1, 2), pipeline
     runs: dict[int, list[float]] = {n: [] for n in worker_counts}
     for r in range(repeats):
         for n in worker_counts:
-            with (local_cluster(n, pin_workers=pin_workers) if n else contextlib.nullcontext(None)) as cluster:
+            servers = local_cluster(n, pin_workers=pin_workers) if n else contextlib.nullcontext(None)
+            with servers as cluster:
                 p = dataclasses.replace(pipeline, data_service=cluster.target if cluster else "",
                                         data_service_job="")
                 it = iter(build_dataset(data, "train", p, features))
@@ -176,13 +180,14 @@ def bench_workers(data: Data, worker_counts: Sequence[int] = (0, 1, 2), pipeline
                 runs[n].append(examples / (time.perf_counter() - start))
                 del it  # release the job before its workers stop
             if out:
-                print(f"run {r + 1}/{repeats}: {_arm(n)}: {runs[n][-1]:,.1f} examples/s", file=out, flush=True)
+                print(f"run {r + 1}/{repeats}: {_arm(n)}: {runs[n][-1]:,.1f} examples/s", file=out,
+                      flush=True)
     median = {n: statistics.median(rates) for n, rates in runs.items()}
     base = min((n for n in worker_counts if n), default=None)
     return {"data": os.fspath(data) if not isinstance(data, sources.Source) else data.root,
             "pipeline": dataclasses.asdict(pipeline), "features": dataclasses.asdict(features),
-            "cpus": os.cpu_count(), "pinned": pin_workers and can_pin(), "batches": batches, "warmup": warmup, "repeats": repeats,
-            "runs": runs, "median": median,
+            "cpus": os.cpu_count(), "pinned": pin_workers and can_pin(), "batches": batches, "warmup": warmup,
+            "repeats": repeats, "runs": runs, "median": median,
             "speedup": {n: median[n] / median[base] for n in worker_counts if base}}
 
 
@@ -196,11 +201,11 @@ def format_bench(result: dict[str, Any]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     table = "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows)
     if result["pinned"]:
-        note = (f"each worker pinned to one of this host's {result['cpus']} CPUs (one small machine each); the "
-                f"local run uses all of them; the reading process is not pinned and shares the CPUs")
+        note = (f"each worker pinned to one of this host's {result['cpus']} CPUs (one small machine each); "
+                f"the local run uses all of them; the reading process is not pinned and shares the CPUs")
     else:
-        note = (f"workers not pinned: they share this host's {result['cpus']} CPUs, so N workers beat one only "
-                f"while one worker leaves CPUs idle")
+        note = (f"workers not pinned: they share this host's {result['cpus']} CPUs, so N workers beat one "
+                f"only while one worker leaves CPUs idle")
     return f"{table}\n{note}"
 
 
