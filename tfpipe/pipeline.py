@@ -160,17 +160,6 @@ def shard_for_input_context(ds: tf.data.Dataset, num_files: int,
 def _finish(ds: tf.data.Dataset, mode: str, p: PipelineConfig, allow_device_prefetch: bool) -> tf.data.Dataset:
     """The shared tail: repeat (naive order), data service, prefetch, options."""
     train = mode == TRAIN
-    if train and not p.repeat_before_shuffle:
-        ds = ds.repeat()  # the seed's order: batch, then repeat
-    if mode == PREDICT:
-        ds = ds.map(lambda features, labels: features)
-    if p.data_service:
-        from tfpipe import service  # only users of the service pay for its import
-        ds = service.distribute(ds, p)
-    if p.prefetch:
-        ds = ds.prefetch(AUTOTUNE)  # the next batch is made while the model trains on this one
-    if p.prefetch_to_device and allow_device_prefetch and tf.config.list_logical_devices("GPU"):
-        ds = ds.apply(tf.data.experimental.prefetch_to_device("/gpu:0"))
     options = tf.data.Options()
     options.deterministic = not train or p.deterministic
     # tf.data's default rewrites would quietly undo the toggles: parallelize the
@@ -178,6 +167,18 @@ def _finish(ds: tf.data.Dataset, mode: str, p: PipelineConfig, allow_device_pref
     options.experimental_optimization.map_parallelization = p.parallel_map
     options.experimental_optimization.map_and_batch_fusion = p.parallel_map
     options.experimental_optimization.inject_prefetch = p.prefetch
+    if train and not p.repeat_before_shuffle:
+        ds = ds.repeat()  # the seed's order: batch, then repeat
+    if mode == PREDICT:
+        ds = ds.map(lambda features, labels: features)
+    if p.data_service:
+        from tfpipe import service  # only users of the service pay for its import
+        # Options must be on the part the workers run: those set after distribute stay local.
+        ds = service.distribute(ds.with_options(options), p)
+    if p.prefetch:
+        ds = ds.prefetch(AUTOTUNE)  # the next batch is made while the model trains on this one
+    if p.prefetch_to_device and allow_device_prefetch and tf.config.list_logical_devices("GPU"):
+        ds = ds.apply(tf.data.experimental.prefetch_to_device("/gpu:0"))
     return ds.with_options(options)
 
 
