@@ -1,0 +1,5 @@
+"""python -m tfpipe.cli: the `tfpipe` command."""
+
+from tfpipe.cli import main
+
+main()

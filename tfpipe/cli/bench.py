@@ -1,0 +1,114 @@
+"""`tfpipe bench`: time pipeline variants side by side (engine: tfpipe.bench)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Sequence
+
+from absl import flags
+
+from tfpipe.cli import fail
+
+FLAGS = flags.FLAGS
+
+
+# --- bench -----------------------------------------------------------------------
+
+_BENCH_CORPUS_PER_CLASS = 250  # x 8 synthetic classes = 2000 clips when --data is not given
+
+
+def define_bench() -> None:
+    from tfpipe import flags as tfpipe_flags
+    from tfpipe.config import FeatureConfig, PipelineConfig
+
+    flags.DEFINE_string("data", None, "Wav folder (one subfolder per class), CSV manifest or shard folder. "
+                        "Unset: a temporary synthetic corpus of 2000 one-second clips.")
+    flags.DEFINE_string("shards", None, "Shard folder the `shards` variants read (write one with tfpipe prepare).")
+    flags.DEFINE_string("variants", "naive,optimized",
+                        "Comma-separated variants; the first is the baseline. Names: optimized, naive (the "
+                        "presets), keras (audio_dataset_from_directory + the same log-mel map + prefetch), "
+                        "shards (the --shards folder; shards:naive for the naive chain). Each may add "
+                        "PipelineConfig/FeatureConfig fields: NAME:field=value,field=value, e.g. "
+                        "optimized:fuse_maps=false, naive:backend=librosa, optimized:batch_size=32,n_mels=40. "
+                        "The field flags below (--batch_size, --n_mels, --noprefetch, ...) apply to every "
+                        "variant first.")
+    flags.DEFINE_string("baseline", None, "Variant the ratios compare to (default: the first).")
+    flags.DEFINE_boolean("ablation", False, "Also time optimized with each toggle flipped to naive alone, naive "
+                         "with each switched on alone, and each with the other feature backend.")
+    flags.DEFINE_float("step_ms", 0.0, "Simulated accelerator step per batch, in ms of sleep: shows how much "
+                       "of the step the input hides (prefetch: max(input, step) instead of input + step).",
+                       lower_bound=0.0)
+    flags.DEFINE_integer("batches", None, "Batches timed per variant per round (default: one epoch, at most 50).",
+                         lower_bound=1)
+    flags.DEFINE_integer("repeats", 5, "Rounds; every variant takes one turn per round (--prepare: runs per "
+                         "worker count).", lower_bound=1)
+    flags.DEFINE_integer("warmup", 3, "Untimed batches after the first one.", lower_bound=0)
+    flags.DEFINE_boolean("stages", True, "Measure each stage's single-thread rate, the limiting stage and the "
+                         "ideal (wav data only).")
+    flags.DEFINE_float("stage_seconds", 0.5, "Time budget of each stage measurement.", lower_bound=0.05)
+    flags.DEFINE_string("json", None, "Write every number, config and machine fact to this JSON file.")
+    flags.DEFINE_string("plot", None, "Write a PNG bar chart (examples/s per variant, min-max, ideal) here.")
+    flags.DEFINE_boolean("progress", True, "Show a progress line on stderr.")
+    flags.DEFINE_boolean("prepare", False, "Instead of pipelines, time tfpipe.write_shards for each --workers count.")
+    flags.DEFINE_list("workers", ["1", "2"], "--prepare: worker counts to compare, first = reference.")
+    flags.DEFINE_integer("num_shards", 8, "--prepare: shards written per run.", lower_bound=1)
+    flags.DEFINE_enum("store", "log_mel", ["log_mel", "waveform"], "--prepare: what the shards store.")
+    # Field flags set a common base for every variant; a variant's own :field=value wins.
+    for config in (PipelineConfig, FeatureConfig):
+        tfpipe_flags.define_config_flags(config, FLAGS)
+
+
+def run_bench(argv: Sequence[str]) -> None:
+    import contextlib
+    import dataclasses
+    import tempfile
+
+    from tfpipe import bench
+    from tfpipe.config import FeatureConfig, PipelineConfig
+    from tfpipe.errors import DataError
+
+    if argv:
+        fail(f"unexpected arguments {' '.join(argv)}; pass --data DIR --variants naive,optimized")
+    fields = [f.name for c in (PipelineConfig, FeatureConfig) for f in dataclasses.fields(c)]
+    overrides = {name: FLAGS[name].value for name in fields if FLAGS[name].value is not None}
+    feature_names = {f.name for f in dataclasses.fields(FeatureConfig)}
+    try:
+        with contextlib.ExitStack() as stack:
+            data = FLAGS.data
+            if data is None:
+                from tfpipe import synthetic
+
+                data = stack.enter_context(tempfile.TemporaryDirectory(prefix="tfpipe-bench-corpus-"))
+                print(f"no --data: writing a temporary synthetic corpus ({_BENCH_CORPUS_PER_CLASS} clips x "
+                      f"{len(synthetic.CLASS_NAMES)} classes) to {data}", file=sys.stderr)
+                synthetic.write_corpus(data, per_class=_BENCH_CORPUS_PER_CLASS,
+                                       sample_rate=overrides.get("sample_rate", 16000),
+                                       clip_seconds=overrides.get("clip_seconds", 1.0), progress=FLAGS.progress)
+            if FLAGS.prepare:
+                if not all(w.isdigit() for w in FLAGS.workers):
+                    fail(f"--workers={','.join(FLAGS.workers)}: expected worker counts, e.g. --workers 1,2")
+                features = FeatureConfig(**{k: v for k, v in overrides.items() if k in feature_names})
+                result = bench.run_prepare(data, [int(w) for w in FLAGS.workers], repeats=FLAGS.repeats,
+                                           num_shards=FLAGS.num_shards, features=features, store=FLAGS.store,
+                                           progress=FLAGS.progress)
+            else:
+                result = bench.run(data, bench.split_variants(FLAGS.variants), shards=FLAGS.shards,
+                                   ablation=FLAGS.ablation, baseline=FLAGS.baseline, step_ms=FLAGS.step_ms,
+                                   batches=FLAGS.batches, repeats=FLAGS.repeats, warmup=FLAGS.warmup,
+                                   overrides=overrides, stages=FLAGS.stages, stage_seconds=FLAGS.stage_seconds,
+                                   progress=FLAGS.progress)
+    except (DataError, ValueError) as e:
+        fail(str(e))
+    print(result.table())
+    if FLAGS.json:
+        with open(FLAGS.json, "w") as f:
+            f.write(result.to_json() + "\n")
+        print(f"wrote {FLAGS.json}")
+    if FLAGS.plot:
+        if FLAGS.prepare:
+            fail("--plot draws pipeline variants; --prepare has only its table and --json")
+        result.plot(FLAGS.plot)
+        print(f"wrote {FLAGS.plot}")
+
+

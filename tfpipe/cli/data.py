@@ -1,0 +1,205 @@
+"""`tfpipe synth`, `tfpipe prepare`, `tfpipe inspect`: make data, shard it, look at shards."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Sequence
+
+from absl import flags
+
+from tfpipe.cli import fail
+
+FLAGS = flags.FLAGS
+
+
+# --- synth ---------------------------------------------------------------------
+
+def define_synth() -> None:
+    flags.DEFINE_string("output", None, "Folder to write the corpus to (one subfolder per class).",
+                        required=True)
+    flags.DEFINE_integer("per_class", 100, "Clips per class.", lower_bound=1)
+    flags.DEFINE_integer("sample_rate", 16000, "Sample rate in Hz (at least 8000: the sounds span "
+                         "90 Hz to 3.6 kHz or more).", lower_bound=8000)
+    flags.DEFINE_float("clip_seconds", 1.0, "Clip length in seconds (events last 40-90% of it).",
+                       lower_bound=0.5)
+    flags.DEFINE_integer("seed", 0, "Corpus seed: the same seed writes the same files.", lower_bound=0)
+
+
+def run_synth(argv: Sequence[str]) -> None:
+    from tfpipe import synthetic
+
+    if argv:
+        sys.exit(f"tfpipe synth: unexpected arguments {' '.join(argv)}; pass --output DIR [--per_class N]")
+    try:
+        source = synthetic.write_corpus(FLAGS.output, per_class=FLAGS.per_class,
+                                        sample_rate=FLAGS.sample_rate, clip_seconds=FLAGS.clip_seconds,
+                                        seed=FLAGS.seed)
+    except ValueError as e:
+        sys.exit(f"tfpipe synth: {e}")
+    print(f"{source.num_examples} clips ({len(source.class_names)} classes x {FLAGS.per_class}: "
+          f"{', '.join(source.class_names)}), 16-bit PCM mono at {FLAGS.sample_rate} Hz, in {source.root}")
+    print(f"train on it: python -m estimator_demo --data {source.root}   or shard it: "
+          f"tfpipe prepare --input {source.root} --output SHARDS")
+
+
+# --- prepare / inspect -----------------------------------------------------------
+
+_PREPARE_FEATURE_FIELDS = ("sample_rate", "clip_seconds", "n_fft", "hop_length", "n_mels", "fmin", "fmax",
+                           "log_offset", "backend")  # FeatureConfig.output is --store here: --output is the folder
+
+
+def define_prepare() -> None:
+    from tfpipe import flags as tfpipe_flags
+    from tfpipe.config import FeatureConfig
+
+    flags.DEFINE_string("input", None, "Wav folder (one subfolder per class) or CSV manifest (path,label).")
+    flags.DEFINE_string("output", None, "Shard folder to write (a rerun finishes an interrupted one).",
+                        required=True)
+    flags.DEFINE_integer("num_shards", 16, "Shard files in the whole dataset.", lower_bound=1)
+    flags.DEFINE_integer("workers", 2, "Worker processes, each writing whole shards (0: in this process).",
+                         lower_bound=0)
+    flags.DEFINE_enum("store", "log_mel", ["log_mel", "waveform"],
+                      "Store log-mel features or fixed-length waveforms.")
+    flags.DEFINE_enum("dtype", "float16", ["float16", "float32"], "Storage dtype (read back as float32).")
+    flags.DEFINE_string("split", "train", "Shard file name prefix.")
+    flags.DEFINE_enum("on_error", "fail", ["fail", "skip"],
+                      "Unreadable input: stop naming it, or skip it and list it in tfpipe.json's rejected.")
+    flags.DEFINE_integer("seed", 0, "Planner seed: which clip goes to which shard, record order.",
+                         lower_bound=0)
+    flags.DEFINE_integer("worker_index", 0, "This host's number when several hosts write one dataset.",
+                         lower_bound=0)
+    flags.DEFINE_integer("num_hosts", 1, "Hosts writing the dataset (each writes its own shards).",
+                         lower_bound=1)
+    flags.DEFINE_boolean("merge", False,
+                         "Only merge the hosts' partial indexes in --output into tfpipe.json.")
+    tfpipe_flags.define_config_flags(FeatureConfig, FLAGS, exclude=("output",))  # --output is the folder
+
+
+def run_prepare(argv: Sequence[str]) -> None:
+    from tfpipe import shards
+    from tfpipe.config import FeatureConfig
+    from tfpipe.errors import DataError
+
+    if argv:
+        fail(f"unexpected arguments {' '.join(argv)}; pass --input DIR|CSV --output DIR")
+    try:
+        if FLAGS.merge:
+            index = shards.merge_index(FLAGS.output)
+            print(f"merged the partial indexes of {FLAGS.output} into {shards.INDEX_NAME}")
+            _print_written(index, FLAGS.output)
+            return
+        if not FLAGS.input:
+            fail("--input is required: a wav folder (one subfolder per class) "
+                  "or a CSV manifest (path,label)")
+        # Built here, not by tfpipe.flags.feature_config: this command's --output is a folder.
+        features = FeatureConfig(**{k: FLAGS[k].value for k in _PREPARE_FEATURE_FIELDS
+                                    if FLAGS[k].value is not None})
+        index, stats = shards.write_shards_with_stats(
+            FLAGS.input, FLAGS.output, num_shards=FLAGS.num_shards, num_workers=FLAGS.workers,
+            features=features, store=FLAGS.store, split=FLAGS.split, seed=FLAGS.seed,
+            on_error=FLAGS.on_error, dtype=FLAGS.dtype, worker_index=FLAGS.worker_index,
+            num_hosts=FLAGS.num_hosts)
+    except (DataError, ValueError) as e:
+        fail(str(e))
+    _print_written(index, FLAGS.output)
+    writing = max(stats.writing_seconds, 1e-9)
+    print(f"processed {stats.processed:,} examples in {stats.seconds:.1f} s with {FLAGS.workers} workers: "
+          f"{stats.processed / stats.seconds:,.0f} examples/s; after {stats.startup_seconds:.1f} s start-up, "
+          f"{stats.processed / writing:,.0f} examples/s over {stats.writing_seconds:.1f} s"
+          + (f"; {stats.resumed_shards} of {stats.shards} shards were already complete"
+             if stats.resumed_shards else ""))
+    if "host" in index:
+        print(f"host {FLAGS.worker_index} of {FLAGS.num_hosts} done; the index is merged when every host has "
+              f"finished (or run: tfpipe prepare --merge --output {FLAGS.output})")
+
+
+def _print_written(index: dict, out_dir: str) -> None:
+    """One summary line per fact: counts (found = written + rejected), storage, where."""
+    found = index["num_examples"] + len(index["rejected"])
+    size = sum(s["bytes"] for s in index["shards"])
+    print(f"wrote {index['num_examples']:,} examples in {len(index['shards'])} shards ({_human_bytes(size)}, "
+          f"{index['store']} {index['dtype']} {index['shape']}) to {out_dir}")
+    print(f"found {found:,} = written {index['num_examples']:,} + rejected {len(index['rejected']):,}"
+          + (f" (reasons in {os.path.join(out_dir, 'tfpipe.json')}; tfpipe inspect {out_dir})"
+             if index["rejected"] else ""))
+
+
+def define_inspect() -> None:
+    flags.DEFINE_boolean("verify", False, "Re-read every shard: sha256, record count, labels, feature sizes.")
+
+
+def run_inspect(argv: Sequence[str]) -> None:
+    from tfpipe import shards, sources
+    from tfpipe.errors import DataError
+
+    if len(argv) != 1:
+        fail("usage: tfpipe inspect SHARD_DIR [--verify]")
+    root = os.path.abspath(argv[0])
+    try:
+        source = sources.find_examples(root)
+        if source.kind != "shards":
+            raise DataError(f"{root}: no {shards.INDEX_NAME}; not a shard folder (if prepare ran on several "
+                            f"hosts, run tfpipe prepare --merge --output {root})")
+        checks = shards.verify_shards(root) if FLAGS.verify else None
+    except (DataError, ValueError) as e:
+        fail(str(e))
+    index = source.index
+    if checks is None:
+        status = [_size_status(path, shard["bytes"]) for shard, path in zip(index["shards"], source.paths)]
+        counts = shards.stored_class_counts(source)
+    else:
+        status = [c.problem or "verified" for c in checks]
+        counts = [sum(column) for column in zip(*(c.class_counts for c in checks))]
+    on_disk = sum(os.path.getsize(p) for p in source.paths)
+    features = " ".join(f"{k}={v}" for k, v in index["features"].items())
+    print(_table([["shard folder", root],
+                  ["format", f"{index['format']} v{index['version']}, split {index['split']!r}"],
+                  ["examples", f"{index['num_examples']:,} written + {len(index['rejected']):,} rejected = "
+                               f"{index['num_examples'] + len(index['rejected']):,} found"],
+                  ["stored", f"{index['store']}, {index['dtype']}, shape {index['shape']} per example"],
+                  ["features", features],
+                  ["on disk", f"{_human_bytes(on_disk)} in {len(index['shards'])} shards"]]))
+    print()
+    class_rows = [[name, f"{n:,}" if counts else "?"] for name, n in zip(index["class_names"], counts or
+                                                                        [0] * len(index["class_names"]))]
+    print(_table([["class", "examples"]] + class_rows, right=(1,)))
+    if not counts:
+        print("(per-class counts: run with --verify)")
+    print()
+    shard_rows = [[s["file"], f"{s['num_examples']:,}", f"{s['bytes']:,}", s["sha256"][:12], st]
+                  for s, st in zip(index["shards"], status)]
+    print(_table([["shard", "examples", "bytes", "sha256", "status"]] + shard_rows, right=(1, 2)))
+    if index["rejected"]:
+        print()
+        print(_table([["rejected", "reason"]] + [[r["path"], r["reason"]] for r in index["rejected"]]))
+    damaged = [(s["file"], st) for s, st in zip(index["shards"], status) if st not in ("ok", "verified")]
+    if damaged:
+        listed = "; ".join(f"{os.path.join(root, f)}: {why}" for f, why in damaged)
+        fail(f"{len(damaged)} damaged shard(s): {listed}; "
+              f"rerun the same tfpipe prepare command to rewrite them")
+    if FLAGS.verify:
+        print(f"\nverified {len(index['shards'])} shards: checksums, record counts, labels and sizes match")
+
+
+def _size_status(path: str, expected: int) -> str:
+    """'ok' when the shard's size on disk matches the index (the check without --verify)."""
+    actual = os.path.getsize(path)
+    return "ok" if actual == expected else f"{actual:,} bytes on disk, index lists {expected:,}"
+
+
+def _table(rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:
+    """Rows as aligned columns (columns in `right` right-aligned)."""
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(str(v).rjust(w) if i in right else str(v).ljust(w)
+                               for i, (v, w) in enumerate(zip(row, widths))).rstrip() for row in rows)
+
+
+def _human_bytes(n: float) -> str:
+    """1234567 -> '1.2 MB'."""
+    unit = "B"
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            break
+        n /= 1000
+    return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
