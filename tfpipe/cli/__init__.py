@@ -62,9 +62,10 @@ def _usage() -> str:
     return _USAGE.format(commands="\n".join(f"  {name:<{width}}  {doc}" for name, (doc, _) in _COMMANDS.items()))
 
 
-def _print_help(name: str) -> None:
-    """The subcommand's doc and its own flags (absl's --help would list only the script's)."""
-    print(f"usage: tfpipe {name} [flags]\n\n{_COMMANDS[name][0]}.\n")
+def _print_help(name: str, module) -> None:
+    """The subcommand's usage, doc and its own flags (absl's --help would list only the script's)."""
+    usage = getattr(module, "USAGE", {}).get(name, f"usage: tfpipe {name} [flags]")
+    print(f"{usage}\n\n{_COMMANDS[name][0]}.\n")
     for module, module_flags in sorted(FLAGS.flags_by_module_dict().items()):
         if not module.startswith("absl.") and module_flags:  # ours, whatever name `-m` gave cli.py
             print(FLAGS.module_help(module))
@@ -84,7 +85,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     run = getattr(module, f"run_{name}")
     getattr(module, f"define_{name}")()
     if any(a in ("-h", "--help", "-help", "--helpshort") for a in argv[2:]):
-        _print_help(name)
+        _print_help(name, module)
         sys.exit(0)
     quiet_tensorflow()
     app.run(lambda args: run(args[1:]), argv=[f"tfpipe {name}"] + argv[2:])

@@ -12,6 +12,10 @@ from tfpipe.cli import fail
 
 FLAGS = flags.FLAGS
 
+USAGE = {"synth": "usage: tfpipe synth --output DIR [--per_class N] [flags]",
+         "prepare": "usage: tfpipe prepare --input DIR|CSV --output DIR [--num_shards N --workers P] [flags]",
+         "inspect": "usage: tfpipe inspect SHARD_DIR [--verify]"}  # shown by --help
+
 
 # --- synth ---------------------------------------------------------------------
 
@@ -134,7 +138,7 @@ def run_inspect(argv: Sequence[str]) -> None:
     from tfpipe.errors import DataError
 
     if len(argv) != 1:
-        fail("usage: tfpipe inspect SHARD_DIR [--verify]")
+        fail(USAGE["inspect"])
     root = os.path.abspath(argv[0])
     try:
         source = sources.find_examples(root)

@@ -18,6 +18,7 @@ FLAGS = flags.FLAGS
 _SERVE_USAGE = ("usage: tfpipe serve dispatcher --port P [--work_dir DIR]\n"
                 "       tfpipe serve worker --dispatcher HOST:P --port Q [--worker_host NAME]\n"
                 "       tfpipe serve bench --data DIR [--workers 0,1,2] [--pipeline=naive ...]")
+USAGE = {"serve": _SERVE_USAGE}  # shown by `tfpipe serve --help`
 
 
 def define_serve() -> None:
