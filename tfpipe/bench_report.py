@@ -232,10 +232,12 @@ class BenchResult:
         plot_bench(self, path)
 
 
-def _align(rows: Sequence[Sequence[str]], left: int = 1) -> list[str]:
-    """Rows of cells as aligned lines: the first `left` columns left-aligned, the rest right-aligned."""
+def _align(rows: Sequence[Sequence[str]], left: int = 1, text_last: bool = False) -> list[str]:
+    """Rows of cells as aligned lines: the first `left` columns (and a text last one) left-aligned,
+    the numbers between right-aligned."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) if i < left else c.rjust(w)
+    last = len(widths) - 1
+    return ["  ".join(c.ljust(w) if i < left or (text_last and i == last) else c.rjust(w)
                       for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
 
 
@@ -270,7 +272,7 @@ def bench_table(result: BenchResult) -> str:
                "-" if v.share_of_ideal is None else f"{v.share_of_ideal:.0%}"]
         row += [f"{v.ms_per_batch:.1f}", f"{v.wait_share:.0%}"] if step else []
         rows.append(row + [v.note])
-    lines += _align(rows)
+    lines += _align(rows, text_last=True)
     if step:
         lines.append(f"With a {s['step_ms']:g} ms step, a chain without prefetch costs input + step per "
                      f"batch; with prefetch, max(input, step).")
