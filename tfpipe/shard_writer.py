@@ -196,7 +196,10 @@ def _run_jobs(jobs: Sequence[_Job], num_workers: int, progress: bool) -> tuple[l
         if num_workers == 0:
             ready = time.perf_counter()
             return [write_shard(job, bar.update) for job in jobs], ready, time.perf_counter()
-        context = multiprocessing.get_context("spawn")  # fork would copy TensorFlow's threads
+        # Workers fork from a server process that imported TensorFlow once (plain fork would copy
+        # this process's TensorFlow threads; spawn would import TensorFlow once per worker).
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["tfpipe.shard_writer", "soundfile"])
         done_queue = context.Queue()
         ready: list[float] = []
         manifests: dict[int, dict] = {}
