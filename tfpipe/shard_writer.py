@@ -199,7 +199,7 @@ def _run_jobs(jobs: Sequence[_Job], num_workers: int, progress: bool) -> tuple[l
         # Workers fork from a server process that imported TensorFlow once (plain fork would copy
         # this process's TensorFlow threads; spawn would import TensorFlow once per worker).
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["tfpipe.shard_writer", "soundfile"])
+        context.set_forkserver_preload(["tfpipe.shard_writer", "soundfile", "librosa.filters"])
         done_queue = context.Queue()
         ready: list[float] = []
         manifests: dict[int, dict] = {}
