@@ -243,8 +243,7 @@ def main(argv: Sequence[str]) -> None:
 
 def _feature_config(data: Optional[str]) -> FeatureConfig:
     """The feature flags; for a shard folder, its index's features with the flags that were set on top."""
-    set_by_flags = {f.name: FLAGS[f.name].value for f in dataclasses.fields(FeatureConfig)
-                    if FLAGS[f.name].value is not None}
+    set_by_flags = tfpipe_flags.set_fields(FeatureConfig)
     source = find_examples(data) if data is not None else None
     if source is not None and source.kind == "shards":
         return FeatureConfig(**{**source.index["features"], **set_by_flags})

@@ -236,6 +236,18 @@ def tiny(tmp_path_factory):
     return make_corpus(tmp_path_factory.mktemp("bench") / "corpus", per_class=6)  # 18 clips of 0.25 s
 
 
+def test_variants_own_features_decide_which_wavs_are_usable_and_ideal_is_like_for_like(tmp_path):
+    corpus = make_corpus(tmp_path / "8k", classes=("a", "b"), per_class=3, sample_rate=8000)
+    result = bench.run(corpus, ["optimized:sample_rate=8000", "optimized:sample_rate=8000,n_mels=32"],
+                       batches=1, repeats=1, warmup=0, features=FEAT, overrides={"batch_size": 2},
+                       stage_seconds=0.05, progress=False)
+    first, other = result.variants
+    assert first.ideal == result.stages[0].ideal and first.ideal > 0  # stages ran on its features
+    assert other.ideal is None and other.share_of_ideal is None  # other mels: not comparable
+    with pytest.raises(DataError, match=r"sample rate 8000 Hz, expected 16000 Hz"):
+        bench.run(corpus, ["optimized"], batches=1, repeats=1, features=FEAT, progress=False)
+
+
 def test_run_times_two_variants_in_worker_processes(tiny, tmp_path):
     result = bench.run(tiny, ["naive", "optimized:fuse_maps=false"], batches=2, repeats=2, warmup=1,
                        features=FEAT, overrides={"batch_size": 4}, stage_seconds=0.05, progress=False)
@@ -263,11 +275,19 @@ def test_run_times_two_variants_in_worker_processes(tiny, tmp_path):
     assert "optimized:fuse_maps=false" in result.table()
 
 
-def test_worker_errors_name_the_variant(tiny):
-    # The parent checks the files with the base features; this variant's sample rate fails in its worker.
+def test_errors_name_the_variant_in_the_parent_and_in_workers(tiny, tmp_path):
+    # Checked up front, before any worker starts: this variant's sample rate.
     message = r"(?s)variant 'optimized:sample_rate=8000'.*sample rate 16000 Hz, expected 8000 Hz"
     with pytest.raises(DataError, match=message):
         bench.run(tiny, ["naive", "optimized:sample_rate=8000"], batches=1, repeats=1, warmup=0,
+                  features=FEAT, overrides={"batch_size": 4}, stages=False, progress=False)
+    # Found only when the worker builds it: shards written with 64 mels, variant asks for 32.
+    import tfpipe
+
+    shard_dir = str(tmp_path / "shards")
+    tfpipe.write_shards(tiny, shard_dir, num_shards=2, num_workers=0, features=FEAT, progress=False)
+    with pytest.raises(DataError, match=r"(?s)variant 'shards:n_mels=32'.*n_mels=64 \(pipeline asks for 32\)"):
+        bench.run(tiny, ["naive", "shards:n_mels=32"], shards=shard_dir, batches=1, repeats=1, warmup=0,
                   features=FEAT, overrides={"batch_size": 4}, stages=False, progress=False)
     assert multiprocessing.active_children() == []
 

@@ -37,6 +37,7 @@ from tfpipe import bench_worker, sources
 from tfpipe.bench_report import (BenchResult, PrepareResult, RoundStats, StageReport, Turn,  # noqa: F401
                                  VariantResult, round_stats)
 from tfpipe.config import PRESETS, TOGGLES, FeatureConfig, PipelineConfig
+from tfpipe.errors import DataError
 
 BASES = ("optimized", "naive", "keras", "shards")
 DEFAULT_VARIANTS = ("naive", "optimized")
@@ -243,11 +244,11 @@ def _note(v: Variant, source_kind: str, gpu: bool) -> str:
     return "; ".join(notes)
 
 
-def _machine(ready: dict) -> dict[str, Any]:
-    """Cores, usable cores, versions, platform and GPU, from a worker's ready report."""
+def _machine(tf_version: str, gpu: bool) -> dict[str, Any]:
+    """Cores, usable cores, versions, platform and GPU."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"cores": os.cpu_count(), "usable_cores": usable, "tf_version": ready["tf_version"],
-            "python": platform.python_version(), "platform": platform.platform(), "gpu": ready["gpu"]}
+    return {"cores": os.cpu_count(), "usable_cores": usable, "tf_version": tf_version,
+            "python": platform.python_version(), "platform": platform.platform(), "gpu": gpu}
 
 
 def _progress(total: int, enabled: bool) -> Any:
@@ -298,16 +299,24 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
     features = dataclasses.replace(features or FeatureConfig(), **{k: v for k, v in (overrides or {}).items()
                                                                    if k in _FEATURE_FIELDS})
     source = sources.find_examples(data)
-    if source.kind == "wav":
-        sources.scan_wavs(source.paths, features)  # unusable files fail here, by name, before workers start
     chosen = resolve_variants(variants, features, overrides, ablation, baseline)
+    wav_variants = [v for v in chosen if v.kind != "shards"]
+    if source.kind == "wav":  # unusable files fail here, by name, before workers start
+        for rate in sorted({v.features.sample_rate for v in wav_variants}):
+            try:
+                sources.scan_wavs(source.paths, dataclasses.replace(features, sample_rate=rate))
+            except DataError as e:
+                names = ", ".join(repr(v.name) for v in wav_variants if v.features.sample_rate == rate)
+                raise DataError(f"variant {names}: {e}") from e
     epoch = _check_sources(chosen, source, data, shards)
     turn_batches = {v.name: batches or min(MAX_EPOCH_BATCHES, max(1, epoch[v.kind] // v.pipeline.batch_size))
                     for v in chosen}
-    measure_stages = stages and source.kind == "wav"
-    backends = sorted({v.features.backend for v in chosen if v.kind != "shards"}, key=("tf", "librosa").index)
+    measure_stages = stages and source.kind == "wav" and bool(wav_variants)
+    backends = sorted({v.features.backend for v in wav_variants}, key=("tf", "librosa").index)
+    # Stages (and the ideal) are measured on the first wav variant's features and batch size.
+    staged = wav_variants[0] if wav_variants else None
     common = {"data": os.path.abspath(data), "shards": shards and os.path.abspath(shards),
-              "features": features}
+              "features": staged.features if staged else features}
     phases = {}
 
     def phase(name: str) -> None:
@@ -324,6 +333,7 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
             workers.append(bench_worker.Worker(ctx, name, {**common, "variant": variant}))
             watchdog.watch(workers[-1].process.pid)
         ready = [w.receive() for w in workers]
+        machine = _machine(ready[0]["tf_version"], ready[0]["gpu"])  # as a worker sees it
         phase("start")
         builds = []
         for w in workers[:len(chosen)]:
@@ -342,8 +352,8 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
         reports = []
         if measure_stages:
             bar.set_description_str("bench: stages")
-            cores = _machine(ready[0])["usable_cores"]
-            measured = workers[-1].call("stages", backends=backends, batch_size=chosen[0].pipeline.batch_size,
+            cores = machine["usable_cores"]
+            measured = workers[-1].call("stages", backends=backends, batch_size=staged.pipeline.batch_size,
                                         budget_s=stage_seconds)
             reports = [StageReport(cores=cores, **r) for r in measured]
             bar.update()
@@ -355,14 +365,15 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
             w.close()
         watchdog.close()
 
-    machine = _machine(ready[0])
     stats = round_stats(turns, {v.name: v.reference for v in chosen})
     baseline_name = next(v.name for v in chosen if v.reference == v.name)
     to_baseline = round_stats(turns, {v.name: baseline_name for v in chosen})
     ideals = {r.backend: r.ideal for r in reports}
     results = []
     for v, info, build, peak in zip(chosen, ready, builds, peaks):
-        ideal = ideals.get(v.features.backend) if v.kind != "shards" else None
+        like_staged = staged and v.kind != "shards" and v.pipeline.batch_size == staged.pipeline.batch_size \
+            and dataclasses.replace(v.features, backend="tf") == dataclasses.replace(staged.features, backend="tf")
+        ideal = ideals.get(v.features.backend) if like_staged else None  # only like for like
         if ideal and step_ms:
             ideal = min(ideal, v.pipeline.batch_size * 1000.0 / step_ms)  # the step caps what input can use
         note = _note(v, source.kind, machine["gpu"])
@@ -453,11 +464,9 @@ def run_prepare(data: Union[str, os.PathLike], workers: Sequence[int] = (1, 2), 
                 seconds[w].append(elapsed)
                 writing[w].append(after_startup)
     bar.close()
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     import tensorflow as tf
 
-    machine = {"cores": os.cpu_count(), "usable_cores": usable, "tf_version": tf.__version__,
-               "python": platform.python_version(), "platform": platform.platform()}
+    machine = _machine(tf.__version__, bool(tf.config.list_physical_devices("GPU")))
     settings = {"data": os.path.abspath(data), "num_shards": num_shards, "store": store, "repeats": repeats,
                 "num_examples": index["num_examples"], "rejected": len(index.get("rejected", [])),
                 "features": dataclasses.asdict(features)}

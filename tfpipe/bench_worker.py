@@ -147,35 +147,22 @@ def one_thread_rate(ds: Any, per_element: int, budget_s: float) -> float:
 
 def _stages(state: dict, job: dict, backends: Sequence[str], batch_size: int, budget_s: float) -> list:
     """Single-thread rates of list -> read -> decode -> features -> batch, per backend."""
-    import tensorflow as tf
-
-    from tfpipe import audio
+    from tfpipe import pipeline
 
     source = sources.find_examples(job["data"])
     reports = []
     for backend in backends:
         f = dataclasses.replace(job["features"], backend=backend)
-        layout = sources.scan_wavs(source.paths, f)
-        files = tf.data.Dataset.from_tensor_slices(
-            ((list(source.paths), list(layout.offsets), list(layout.sizes)), list(source.labels))).repeat()
-
-        def read(file, label):
-            return (tf.io.read_file(file[0]), file[1], file[2]), label
-
-        def decode(file, label, f=f):
-            return audio.decode_pcm16(*file, f.num_samples), label
-
-        def featurize(waveform, label, f=f):
-            return audio.compute_features(waveform, f), label
-
+        # The pipeline's own stage functions, so the stages describe what it runs.
+        read, decode, featurize = pipeline.wav_stage_fns(f)
+        files = pipeline.wav_file_table(source, f).repeat()
         chain = [files]
         for fn in (read, decode, featurize):
             chain.append(chain[-1].map(fn))
         chain.append(chain[-1].batch(batch_size))
         rates = [one_thread_rate(ds, batch_size if i == 4 else 1, budget_s) for i, ds in enumerate(chain)]
-        fused = files.map(lambda file, label: featurize(*decode(*read(file, label))))
-        vectorized = (files.map(read).batch(batch_size)
-                      .map(lambda file, label: featurize(*decode(file, label))))
+        fused = files.map(pipeline.compose(read, decode, featurize))
+        vectorized = files.map(read).batch(batch_size).map(pipeline.compose(decode, featurize))
         reports.append({"backend": backend, "rates": tuple(rates),
                         "fused_rate": one_thread_rate(fused, 1, budget_s),
                         "vectorized_rate": one_thread_rate(vectorized, batch_size, budget_s)})

@@ -61,8 +61,16 @@ def _define(field: dataclasses.Field, owner: str, flag_values: flags.FlagValues)
         flags.DEFINE_string(field.name, **kwargs)
 
 
-def _set_fields(config: type, values: dict) -> dict:
-    return {f.name: values[f.name] for f in dataclasses.fields(config) if values.get(f.name) is not None}
+def set_fields(config: type, flag_values: flags.FlagValues = flags.FLAGS,
+               exclude: Sequence[str] = ()) -> dict[str, Any]:
+    """{field: value} for the fields of `config` whose flags were set (an unset flag is None)."""
+    return _set_fields(config, _values(flag_values), exclude)
+
+
+def _set_fields(config: type, values: dict, exclude: Sequence[str] = ()) -> dict:
+    """The entries of `values` that are set fields of `config`."""
+    return {f.name: values[f.name] for f in dataclasses.fields(config)
+            if f.name not in exclude and values.get(f.name) is not None}
 
 
 def _configs_valid(values: dict) -> bool:
@@ -76,6 +84,7 @@ def _configs_valid(values: dict) -> bool:
 
 
 def _values(flag_values: flags.FlagValues) -> dict[str, Any]:
+    """Every flag's value by name."""
     return {name: flag_values[name].value for name in flag_values}
 
 

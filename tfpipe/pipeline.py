@@ -77,9 +77,7 @@ def _wav_chain(source: sources.Source, mode: str, p: PipelineConfig, f: FeatureC
     """Wav files -> batches of (features, labels), before the shared tail."""
     train = mode == TRAIN
     ordered = not train or p.deterministic
-    layout = sources.scan_wavs(source.paths, f)  # bad files fail here, by name
-    files = (list(source.paths), list(layout.offsets), list(layout.sizes))
-    ds = tf.data.Dataset.from_tensor_slices((files, tf.constant(source.labels, tf.int64)))
+    ds = wav_file_table(source, f)
     ds = shard_for_input_context(ds, len(source.paths), input_context)
     shuffle_files = train and p.shuffle_filenames and not p.cache
 
@@ -100,8 +98,18 @@ def _wav_chain(source: sources.Source, mode: str, p: PipelineConfig, f: FeatureC
     return apply_maps(ds, after, p, ordered)
 
 
-def _wav_stages(p: PipelineConfig, f: FeatureConfig) -> tuple[list[Callable], list[Callable]]:
-    """The map functions before and after batching, fused per side when fuse_maps is on."""
+def wav_file_table(source: sources.Source, f: FeatureConfig) -> tf.data.Dataset:
+    """((path, data offset, data size), label) per wav file; bad files fail here, by name."""
+    layout = sources.scan_wavs(source.paths, f)
+    files = (list(source.paths), list(layout.offsets), list(layout.sizes))
+    return tf.data.Dataset.from_tensor_slices((files, tf.constant(source.labels, tf.int64)))
+
+
+def wav_stage_fns(f: FeatureConfig) -> tuple[Callable, Callable, Callable]:
+    """The chain's per-stage map functions over wav_file_table elements: read, decode, featurize.
+
+    Each works on one example or a batch; tfpipe.bench times them one by one.
+    """
 
     def read(file, label):
         path, offset, size = file
@@ -114,16 +122,22 @@ def _wav_stages(p: PipelineConfig, f: FeatureConfig) -> tuple[list[Callable], li
     def featurize(waveform, label):
         return {f.feature_key: audio.compute_features(waveform, f)}, label
 
+    return read, decode, featurize
+
+
+def _wav_stages(p: PipelineConfig, f: FeatureConfig) -> tuple[list[Callable], list[Callable]]:
+    """The map functions before and after batching, fused per side when fuse_maps is on."""
+    read, decode, featurize = wav_stage_fns(f)
     if p.vectorize:  # per file only the read; decode and features run once per batch
         before, after = [read], [decode, featurize]
     else:  # the seed's two maps: read (+decode), then post-process
-        before, after = [_compose(read, decode), featurize], []
+        before, after = [compose(read, decode), featurize], []
     if p.fuse_maps:
-        before, after = [_compose(*before)], [_compose(*after)] if after else []
+        before, after = [compose(*before)], [compose(*after)] if after else []
     return before, after
 
 
-def _compose(*fns: Callable) -> Callable:
+def compose(*fns: Callable) -> Callable:
     """One map function that runs `fns` in order."""
 
     def composed(*element):

@@ -61,19 +61,22 @@ def define_bench() -> None:
 
 def run_bench(argv: Sequence[str]) -> None:
     import contextlib
-    import dataclasses
     import tempfile
 
     from tfpipe import bench
+    from tfpipe import flags as tfpipe_flags
     from tfpipe.config import FeatureConfig, PipelineConfig
     from tfpipe.errors import DataError
 
     if argv:
         fail(f"unexpected arguments {' '.join(argv)}; pass --data DIR --variants naive,optimized")
-    fields = [f.name for c in (PipelineConfig, FeatureConfig) for f in dataclasses.fields(c)]
-    overrides = {name: FLAGS[name].value for name in fields if FLAGS[name].value is not None}
-    feature_names = {f.name for f in dataclasses.fields(FeatureConfig)}
+    if FLAGS.prepare and FLAGS.plot:  # checked before any work is done
+        fail("--plot draws pipeline variants; --prepare has only its table and --json")
+    if FLAGS.prepare and not all(w.isdigit() for w in FLAGS.workers):
+        fail(f"--workers={','.join(FLAGS.workers)}: expected worker counts, e.g. --workers 1,2")
+    overrides = {**tfpipe_flags.set_fields(PipelineConfig), **tfpipe_flags.set_fields(FeatureConfig)}
     try:
+        features = FeatureConfig(**tfpipe_flags.set_fields(FeatureConfig))
         with contextlib.ExitStack() as stack:
             data = FLAGS.data
             if data is None:
@@ -82,13 +85,9 @@ def run_bench(argv: Sequence[str]) -> None:
                 data = stack.enter_context(tempfile.TemporaryDirectory(prefix="tfpipe-bench-corpus-"))
                 print(f"no --data: writing a temporary synthetic corpus ({_BENCH_CORPUS_PER_CLASS} clips x "
                       f"{len(synthetic.CLASS_NAMES)} classes) to {data}", file=sys.stderr)
-                synthetic.write_corpus(data, per_class=_BENCH_CORPUS_PER_CLASS,
-                                       sample_rate=overrides.get("sample_rate", 16000),
-                                       clip_seconds=overrides.get("clip_seconds", 1.0), progress=FLAGS.progress)
+                synthetic.write_corpus(data, per_class=_BENCH_CORPUS_PER_CLASS, sample_rate=features.sample_rate,
+                                       clip_seconds=features.clip_seconds, progress=FLAGS.progress)
             if FLAGS.prepare:
-                if not all(w.isdigit() for w in FLAGS.workers):
-                    fail(f"--workers={','.join(FLAGS.workers)}: expected worker counts, e.g. --workers 1,2")
-                features = FeatureConfig(**{k: v for k, v in overrides.items() if k in feature_names})
                 result = bench.run_prepare(data, [int(w) for w in FLAGS.workers], repeats=FLAGS.repeats,
                                            num_shards=FLAGS.num_shards, features=features, store=FLAGS.store,
                                            progress=FLAGS.progress)
@@ -106,8 +105,6 @@ def run_bench(argv: Sequence[str]) -> None:
             f.write(result.to_json() + "\n")
         print(f"wrote {FLAGS.json}")
     if FLAGS.plot:
-        if FLAGS.prepare:
-            fail("--plot draws pipeline variants; --prepare has only its table and --json")
         result.plot(FLAGS.plot)
         print(f"wrote {FLAGS.plot}")
 

@@ -49,10 +49,6 @@ def run_synth(argv: Sequence[str]) -> None:
 
 # --- prepare / inspect -----------------------------------------------------------
 
-_PREPARE_FEATURE_FIELDS = ("sample_rate", "clip_seconds", "n_fft", "hop_length", "n_mels", "fmin", "fmax",
-                           "log_offset", "backend")  # FeatureConfig.output is --store here: --output is the folder
-
-
 def define_prepare() -> None:
     from tfpipe import flags as tfpipe_flags
     from tfpipe.config import FeatureConfig
@@ -81,6 +77,7 @@ def define_prepare() -> None:
 
 
 def run_prepare(argv: Sequence[str]) -> None:
+    from tfpipe import flags as tfpipe_flags
     from tfpipe import shards
     from tfpipe.config import FeatureConfig
     from tfpipe.errors import DataError
@@ -96,9 +93,8 @@ def run_prepare(argv: Sequence[str]) -> None:
         if not FLAGS.input:
             fail("--input is required: a wav folder (one subfolder per class) "
                   "or a CSV manifest (path,label)")
-        # Built here, not by tfpipe.flags.feature_config: this command's --output is a folder.
-        features = FeatureConfig(**{k: FLAGS[k].value for k in _PREPARE_FEATURE_FIELDS
-                                    if FLAGS[k].value is not None})
+        # Not tfpipe.flags.feature_config: here --output is the folder (FeatureConfig.output is --store).
+        features = FeatureConfig(**tfpipe_flags.set_fields(FeatureConfig, exclude=("output",)))
         index, stats = shards.write_shards_with_stats(
             FLAGS.input, FLAGS.output, num_shards=FLAGS.num_shards, num_workers=FLAGS.workers,
             features=features, store=FLAGS.store, split=FLAGS.split, seed=FLAGS.seed,
