@@ -146,6 +146,24 @@ def test_cli_servers_serve_an_epoch_and_stop_cleanly_on_ctrl_c_and_sigterm(corpu
                 proc.kill()
 
 
+_IPV6_WORKER = """
+import sys
+import tensorflow as tf
+from tfpipe import service
+dispatcher = service.start_dispatcher()
+port = dispatcher.target.rsplit(":", 1)[1]
+worker = service.start_worker(f"[::1]:{port}")  # an IPv6 literal must keep its brackets
+ds = tf.data.Dataset.range(10).apply(tf.data.experimental.service.distribute("parallel_epochs", dispatcher.target))
+print(sorted(int(x) for x in ds))
+"""
+
+
+def test_a_worker_reaches_a_dispatcher_given_as_an_ipv6_literal():
+    out = subprocess.run([sys.executable, "-c", _IPV6_WORKER], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == str(list(range(10)))
+
+
 def test_cli_serve_needs_a_role_and_a_port():
     out = subprocess.run([sys.executable, "-m", "tfpipe.cli", "serve", "dispatcher"], capture_output=True,
                          text=True, timeout=60)

@@ -340,6 +340,22 @@ def test_hosts_write_disjoint_shards_and_merge_to_the_single_host_index(corpus, 
     assert merged == single == shards.merge_index(str(out))
 
 
+def test_merge_never_mixes_parts_of_different_plans(corpus, tmp_path):
+    out = tmp_path / "multi"
+    for host in (0, 1):
+        _write(corpus, out, num_shards=4, worker_index=host, num_hosts=2)
+    # A host reruns with another shard count: its part and the other host's no longer fit together.
+    with pytest.raises(tfpipe.DataError, match=r"tfpipe\.part-00001-of-00002\.json: plan differ from host 0's"):
+        _write(corpus, out, num_shards=3, worker_index=0, num_hosts=2)
+    # A full rerun on 3 hosts merges only its own parts, into the single-host index.
+    for host in (0, 1, 2):
+        merged = _write(corpus, out, num_shards=6, worker_index=host, num_hosts=3)
+    assert merged == _write(corpus, tmp_path / "single", num_shards=6)
+    with pytest.raises(tfpipe.DataError, match=r"runs with 2 and 3 hosts"):
+        shards.merge_index(str(out))  # which run? the caller must say
+    assert shards.merge_index(str(out), 3) == merged
+
+
 # --- toggles ----------------------------------------------------------------------------------
 
 def _ops(shard_dir, features=FEAT, **toggles):

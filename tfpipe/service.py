@@ -28,7 +28,7 @@ _PROCESSING_MODES = {
 }
 # Ops that call back into this process's Python: a service worker cannot run them.
 _PYTHON_OPS = ("PyFunc", "EagerPyFunc", "PyFuncStateless")
-_LOOPBACK = ("localhost", "127.0.0.1", "::1", "[::1]")
+_LOOPBACK = ("localhost", "127.0.0.1", "::1")  # hostnames as urlsplit gives them (no brackets)
 
 
 def processing_mode(pipeline: PipelineConfig) -> _service.ShardingPolicy:
@@ -139,14 +139,20 @@ def start_worker(dispatcher_address: str, port: int = 0, *,
         when the dispatcher is on this host, else this machine's hostname.
     """
     host, dispatcher_port = _split_address(dispatcher_address)
-    config = _service.WorkerConfig(dispatcher_address=f"{host}:{dispatcher_port}",
-                                   worker_address=f"{_worker_host(host, worker_host)}:%port%", port=port)
+    config = _service.WorkerConfig(dispatcher_address=_host_port(host, dispatcher_port),
+                                   worker_address=_host_port(_worker_host(host, worker_host), "%port%"),
+                                   port=port)
     return _service.WorkerServer(config)
 
 
 def _worker_host(dispatcher_host: str, worker_host: Optional[str]) -> str:
     """The name a worker gives consumers: "localhost" would send remote consumers to themselves."""
     return worker_host or ("localhost" if dispatcher_host in _LOOPBACK else socket.gethostname())
+
+
+def _host_port(host: str, port: object) -> str:
+    """'host:port', with an IPv6 literal in brackets ('[::1]:5050')."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _split_address(address: str) -> tuple[str, int]:

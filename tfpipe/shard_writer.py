@@ -154,10 +154,11 @@ def write_shards_with_stats(data: Union[str, os.PathLike, sources.Source], out_d
     if num_hosts == 1:
         shards.write_json_atomic(os.path.join(out_dir, shards.INDEX_NAME), index)
     else:
-        part = {**index, "host": [worker_index, num_hosts], "found": sum(len(j.spec.examples) for j in jobs)}
+        part = {**index, "host": [worker_index, num_hosts], "found": sum(len(j.spec.examples) for j in jobs),
+                "plan": {"num_shards": num_shards, "seed": seed}}
         shards.write_json_atomic(os.path.join(out_dir, shards.part_name(worker_index, num_hosts)), part)
         parts = glob.glob(os.path.join(out_dir, f"tfpipe.part-*-of-{num_hosts:05d}.json"))
-        index = shards.merge_index(out_dir) if len(parts) == num_hosts else part
+        index = shards.merge_index(out_dir, num_hosts) if len(parts) == num_hosts else part
     resumed = sum(m["resumed"] for m in manifests)
     processed = sum(len(j.spec.examples) for j, m in zip(jobs, manifests) if not m["resumed"])
     return index, WriteStats(time.perf_counter() - start, ready - start, done - ready, processed, resumed,

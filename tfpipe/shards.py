@@ -24,7 +24,7 @@ import tensorflow as tf
 from tfpipe import audio, sources
 from tfpipe.config import FeatureConfig, PipelineConfig
 from tfpipe.errors import DataError
-from tfpipe.pipeline import AUTOTUNE, TRAIN, apply_maps, shard_for_input_context
+from tfpipe.pipeline import AUTOTUNE, TRAIN, apply_maps, compose, shard_for_input_context
 
 FORMAT = "tfpipe-shards"
 VERSION = 1
@@ -166,13 +166,15 @@ def stored_class_counts(source: sources.Source) -> Optional[list[int]]:
 
 
 _HEADER_KEYS = ("format", "version", "split", "class_names", "features", "store", "dtype", "shape")
+_PART_KEYS = _HEADER_KEYS + ("plan",)  # a part also records its plan: parts of other plans never mix
 
 
-def merge_index(out_dir: str) -> dict:
+def merge_index(out_dir: str, num_hosts: Optional[int] = None) -> dict:
     """Writes `tfpipe.json` from the partial indexes of a multi-host `write_shards` run.
 
     Args:
       out_dir: the shard folder every host wrote to.
+      num_hosts: the run's host count; None: the one all partial indexes in out_dir share.
 
     Returns:
       The merged index (also written to out_dir/tfpipe.json).
@@ -182,13 +184,19 @@ def merge_index(out_dir: str) -> dict:
         or has the wrong size; the message names it and the command to run.
     """
     out_dir = os.path.abspath(out_dir)
-    parts = sorted(glob.glob(os.path.join(out_dir, "tfpipe.part-*-of-*.json")))
+    pattern = f"tfpipe.part-*-of-{num_hosts:05d}.json" if num_hosts else "tfpipe.part-*-of-*.json"
+    parts = sorted(glob.glob(os.path.join(out_dir, pattern)))
     if not parts:
-        raise DataError(f"{out_dir}: no partial indexes (tfpipe.part-*.json) to merge; run "
+        raise DataError(f"{out_dir}: no partial indexes ({pattern}) to merge; run "
                         f"`tfpipe prepare ... --worker_index I --num_hosts N` on each host first")
     loaded = [_read_json(p) for p in parts]
-    num_hosts = loaded[0]["host"][1]
-    have = {part["host"][0]: part for part in loaded if part["host"][1] == num_hosts}
+    counts = sorted({part["host"][1] for part in loaded})
+    if len(counts) > 1:
+        raise DataError(f"{out_dir}: partial indexes of runs with {' and '.join(map(str, counts))} hosts; "
+                        f"merge with the --num_hosts of the run you want, or remove the other "
+                        f"run's tfpipe.part-*.json files")
+    num_hosts = counts[0]
+    have = {part["host"][0]: part for part in loaded}
     missing = [i for i in range(num_hosts) if i not in have]
     if missing:
         raise DataError(f"{out_dir}: {len(missing)} of {num_hosts} hosts have not finished "
@@ -196,11 +204,16 @@ def merge_index(out_dir: str) -> dict:
                         f"--worker_index {missing[0]} --num_hosts {num_hosts}` and merge again")
     first = have[0]
     for i, part in sorted(have.items()):
-        differ = [k for k in _HEADER_KEYS if part[k] != first[k]]
+        differ = [k for k in _PART_KEYS if part.get(k) != first.get(k)]
         if differ:
             raise DataError(f"{os.path.join(out_dir, part_name(i, num_hosts))}: {', '.join(differ)} differ "
                             f"from host 0's; every host must run the same prepare command")
     shards = sorted((s for part in have.values() for s in part["shards"]), key=lambda s: s["file"])
+    planned = first.get("plan", {}).get("num_shards")
+    expected = [shard_name(first["split"], i, planned) for i in range(planned)] if planned else None
+    if expected is not None and [s["file"] for s in shards] != expected:
+        raise DataError(f"{out_dir}: the partial indexes list {len(shards)} shards, not the {planned} of "
+                        f"their plan; rerun the same tfpipe prepare command on every host")
     rejected = sorted((r for part in have.values() for r in part["rejected"]), key=lambda r: r["path"])
     for shard in shards:
         _check_size(os.path.join(out_dir, shard["file"]), shard["bytes"], out_dir)
@@ -236,16 +249,21 @@ def _read_json(path: str) -> dict:
         raise DataError(f"{path}: unreadable ({e}); rerun the tfpipe prepare command that wrote it") from e
 
 
-def _check_size(path: str, expected: int, root: str) -> None:
-    """DataError naming the shard when its size on disk differs from the index (cheap: one stat)."""
+def size_problem(path: str, expected: int) -> str:
+    """'' when the shard's size on disk is the index's, else what differs (one stat, no read)."""
     try:
         actual = os.stat(path).st_size
     except OSError as e:
-        raise DataError(f"{path}: shard missing ({e.strerror}); rerun the same tfpipe prepare command") from e
-    if actual != expected:
-        raise DataError(f"{path}: damaged shard: {actual} bytes on disk but {INDEX_NAME} lists {expected}; "
-                        f"rerun the same tfpipe prepare command to rewrite it, then "
-                        f"`tfpipe inspect --verify {root}`")
+        return f"shard missing ({e.strerror})"
+    return "" if actual == expected else f"{actual} bytes on disk but {INDEX_NAME} lists {expected}"
+
+
+def _check_size(path: str, expected: int, root: str) -> None:
+    """DataError naming the shard when its size on disk differs from the index."""
+    problem = size_problem(path, expected)
+    if problem:
+        raise DataError(f"{path}: damaged shard: {problem}; rerun the same tfpipe prepare command to "
+                        f"rewrite it, then `tfpipe inspect --verify {root}`")
 
 
 # --- read ----------------------------------------------------------------------------
@@ -343,7 +361,7 @@ def _shard_stages(index: dict, p: PipelineConfig, f: FeatureConfig) -> list:
         return {f.feature_key: values}, labels
 
     if p.fuse_maps or not (store == "waveform" and f.output == "log_mel"):
-        return [lambda records: featurize(*parse(records))]
+        return [compose(parse, featurize)]
     return [parse, featurize]
 
 
@@ -404,11 +422,8 @@ def verify_shards(shard_dir: str) -> list[ShardCheck]:
     checks = []
     for shard, path in zip(index["shards"], source.paths):
         counts = np.zeros(len(index["class_names"]), np.int64)
-        problem, n = "", 0
-        size = os.stat(path).st_size
-        if size != shard["bytes"]:
-            problem = f"{size} bytes on disk, index lists {shard['bytes']}"
-        elif sha256_file(path) != shard["sha256"]:
+        problem, n = size_problem(path, shard["bytes"]), 0
+        if not problem and sha256_file(path) != shard["sha256"]:
             problem = "sha256 differs from the index"
         try:
             for labels, lengths, paths in _record_summaries(path, index["store"]):

@@ -86,7 +86,7 @@ def run_prepare(argv: Sequence[str]) -> None:
         fail(f"unexpected arguments {' '.join(argv)}; pass --input DIR|CSV --output DIR")
     try:
         if FLAGS.merge:
-            index = shards.merge_index(FLAGS.output)
+            index = shards.merge_index(FLAGS.output, FLAGS.num_hosts if FLAGS["num_hosts"].present else None)
             print(f"merged the partial indexes of {FLAGS.output} into {shards.INDEX_NAME}")
             _print_written(index, FLAGS.output)
             return
@@ -146,7 +146,8 @@ def run_inspect(argv: Sequence[str]) -> None:
         fail(str(e))
     index = source.index
     if checks is None:
-        status = [_size_status(path, shard["bytes"]) for shard, path in zip(index["shards"], source.paths)]
+        status = [shards.size_problem(path, shard["bytes"]) or "ok"
+                  for shard, path in zip(index["shards"], source.paths)]
         counts = shards.stored_class_counts(source)
     else:
         status = [c.problem or "verified" for c in checks]
@@ -180,12 +181,6 @@ def run_inspect(argv: Sequence[str]) -> None:
               f"rerun the same tfpipe prepare command to rewrite them")
     if FLAGS.verify:
         print(f"\nverified {len(index['shards'])} shards: checksums, record counts, labels and sizes match")
-
-
-def _size_status(path: str, expected: int) -> str:
-    """'ok' when the shard's size on disk matches the index (the check without --verify)."""
-    actual = os.path.getsize(path)
-    return "ok" if actual == expected else f"{actual:,} bytes on disk, index lists {expected:,}"
 
 
 def _table(rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:
