@@ -36,7 +36,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 from tfpipe import bench_worker, sources
 from tfpipe.bench_report import (BenchResult, PrepareResult, RoundStats, StageReport, Turn,  # noqa: F401
                                  VariantResult, round_stats)
-from tfpipe.config import PRESETS, TOGGLES, FeatureConfig, PipelineConfig
+from tfpipe.config import PRESETS, TOGGLES, FeatureConfig, PipelineConfig, field_type
 from tfpipe.errors import DataError
 
 BASES = ("optimized", "naive", "keras", "shards")
@@ -90,7 +90,7 @@ def parse_value(field: str, text: str) -> Any:
     if field not in _FIELDS:
         raise ValueError(f"unknown field {field!r}; allowed fields: {', '.join(_FIELDS)}")
     spec = _FIELDS[field]
-    kind = type(spec.default) if spec.default is not None else spec.metadata.get("type", float)
+    kind = field_type(spec)
     text = text.strip()
     if spec.default is None and text.lower() in ("none", ""):
         return None

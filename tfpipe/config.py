@@ -16,6 +16,11 @@ def _field(default: Any, help: str, **limits: Any) -> Any:
     return dataclasses.field(default=default, metadata={"help": help, **limits})
 
 
+def field_type(f: dataclasses.Field) -> type:
+    """bool, int, float or str: a config field's value type (optional fields name it in metadata)."""
+    return type(f.default) if f.default is not None else f.metadata.get("type", float)
+
+
 def _validate(config: Any) -> None:
     """Raise ValueError naming the field, its value and the allowed range."""
     name = type(config).__name__
@@ -24,7 +29,7 @@ def _validate(config: Any) -> None:
         meta = f.metadata
         if value is None and f.default is None:
             continue
-        kind = type(f.default) if f.default is not None else meta.get("type", float)
+        kind = field_type(f)
         if kind is float:
             ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         elif kind is int:

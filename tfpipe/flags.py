@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 from absl import flags
 
-from tfpipe.config import PRESETS, FeatureConfig, PipelineConfig
+from tfpipe.config import PRESETS, FeatureConfig, PipelineConfig, field_type
 
 _CONFIGS = (PipelineConfig, FeatureConfig)
 
@@ -46,7 +46,7 @@ def define_config_flags(config: type, flag_values: flags.FlagValues = flags.FLAG
 def _define(field: dataclasses.Field, owner: str, flag_values: flags.FlagValues) -> None:
     """One absl flag for one config field, typed and bounded by its metadata."""
     meta = field.metadata
-    kind = type(field.default) if field.default is not None else meta.get("type", float)
+    kind = field_type(field)
     help_text = f"{meta['help']} ({owner}.{field.name}; unset: the preset's value)"
     kwargs = dict(default=None, help=help_text, flag_values=flag_values)
     if kind is bool:
