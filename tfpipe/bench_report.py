@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import statistics
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Collection, Mapping, Optional, Sequence
 
 SCHEMA = "tfpipe-bench"
 SCHEMA_VERSION = 1
@@ -232,12 +232,10 @@ class BenchResult:
         plot_bench(self, path)
 
 
-def _align(rows: Sequence[Sequence[str]], left: int = 1, text_last: bool = False) -> list[str]:
-    """Rows of cells as aligned lines: the first `left` columns (and a text last one) left-aligned,
-    the numbers between right-aligned."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    last = len(widths) - 1
-    return ["  ".join(c.ljust(w) if i < left or (text_last and i == last) else c.rjust(w)
+def align_table(rows: Sequence[Sequence[Any]], right: Collection[int] = ()) -> list[str]:
+    """Rows of cells as aligned lines: columns in `right` right-aligned (numbers), the rest left."""
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(str(c).rjust(w) if i in right else str(c).ljust(w)
                       for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
 
 
@@ -272,7 +270,7 @@ def bench_table(result: BenchResult) -> str:
                "-" if v.share_of_ideal is None else f"{v.share_of_ideal:.0%}"]
         row += [f"{v.ms_per_batch:.1f}", f"{v.wait_share:.0%}"] if step else []
         rows.append(row + [v.note])
-    lines += _align(rows, text_last=True)
+    lines += align_table(rows, right=range(1, len(head)))  # name left, numbers right, note left
     if step:
         lines.append(f"With a {s['step_ms']:g} ms step, a chain without prefetch costs input + step per "
                      f"batch; with prefetch, max(input, step).")
@@ -282,7 +280,7 @@ def bench_table(result: BenchResult) -> str:
         for name, rate, cost in zip(STAGE_NAMES, rep.rates, rep.added_ms):
             mark = "<- limits the pipeline" if name == rep.limiting else ""
             stage_rows.append([name, f"{rate:,.0f}", f"{cost:.3f}", mark])
-        lines += ["  " + line for line in _align(stage_rows)]
+        lines += ["  " + line for line in align_table(stage_rows, right=range(1, 4))]
         lines.append(f"  ideal = best single-thread map ({rep.fused_rate:,.0f}/s per example fused, "
                      f"{rep.vectorized_rate:,.0f}/s vectorized) x {rep.cores} cores = "
                      f"{rep.ideal:,.0f} examples/s")
@@ -387,4 +385,5 @@ class PrepareResult:
         return "\n".join([f"tfpipe bench --prepare: write_shards of {s['num_examples']} examples in "
                           f"{s['data']} into {s['num_shards']} shards (store={s['store']}), "
                           f"median of {s['repeats']} "
-                          f"alternating runs, {self.machine['usable_cores']} usable cores"] + _align(rows))
+                          f"alternating runs, {self.machine['usable_cores']} usable cores"]
+                         + align_table(rows, right=range(1, len(rows[0]))))

@@ -22,6 +22,7 @@ from typing import Any, Iterator, Optional, Sequence, TextIO
 import tensorflow as tf
 
 from tfpipe import sources
+from tfpipe.bench_report import align_table
 from tfpipe.config import FeatureConfig, PipelineConfig
 from tfpipe.pipeline import Data, build_dataset
 from tfpipe.service import start_dispatcher
@@ -198,8 +199,7 @@ def format_bench(result: dict[str, Any]) -> str:
         ratio = result["speedup"].get(n)
         rows.append((_arm(n), f"{rate:,.1f}", " ".join(f"{x:,.0f}" for x in result["runs"][n]),
                      f"{ratio:.2f}x" if ratio is not None and n else ""))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    table = "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows)
+    table = "\n".join(align_table(rows))
     if result["pinned"]:
         note = (f"each worker pinned to one of this host's {result['cpus']} CPUs (one small machine each); "
                 f"the local run uses all of them; the reading process is not pinned and shares the CPUs")

@@ -185,9 +185,9 @@ def run_inspect(argv: Sequence[str]) -> None:
 
 def _table(rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:
     """Rows as aligned columns (columns in `right` right-aligned)."""
-    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(str(v).rjust(w) if i in right else str(v).ljust(w)
-                               for i, (v, w) in enumerate(zip(row, widths))).rstrip() for row in rows)
+    from tfpipe.bench_report import align_table
+
+    return "\n".join(align_table(rows, right))
 
 
 def _human_bytes(n: float) -> str:
