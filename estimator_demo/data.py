@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 import tfpipe
 from tfpipe import synthetic
@@ -37,14 +37,14 @@ class DemoData:
     description: str
 
 
-def prepare_data(data: Optional[str], eval_data: Optional[str], eval_fraction: float, work_dir: str,
-                 features: FeatureConfig, *, store: str = "waveform", num_shards: int = 16,
+def prepare_data(data: Union[None, str, Source], eval_data: Optional[str], eval_fraction: float,
+                 work_dir: str, features: FeatureConfig, *, store: str = "waveform", num_shards: int = 16,
                  shard_workers: int = 0, on_error: str = "fail", per_class: int = 250,
                  corpus_seed: int = 0) -> DemoData:
     """Finds or generates the data, holds out eval, shards both sides into work_dir/shards.
 
     Args:
-      data: wav folder, CSV manifest or shard folder; None writes the synthetic corpus
+      data: wav folder, CSV manifest, shard folder or its Source; None writes the synthetic corpus
         into work_dir/corpus.
       eval_data: held-out data in the same forms; None holds out `eval_fraction` of
         `data` by a hash of each file's path (the same files on every run).
@@ -86,21 +86,21 @@ def prepare_data(data: Optional[str], eval_data: Optional[str], eval_fraction: f
         raise ValueError(f"{eval_src.root}: classes {list(eval_src.class_names)} differ from the training "
                          f"data's {list(train_src.class_names)}; eval data needs the same class folders "
                          f"or labels")
-    train = _sharded(train_src, os.path.join(work_dir, "shards", "train"), "train", features, store,
-                     num_shards, shard_workers, on_error)
-    held = _sharded(eval_src, os.path.join(work_dir, "shards", "eval"), "eval", features, store,
-                    max(1, num_shards // 4), shard_workers, on_error)
+    train, train_count = _sharded(train_src, os.path.join(work_dir, "shards", "train"), "train", features,
+                                  store, num_shards, shard_workers, on_error)
+    held, held_count = _sharded(eval_src, os.path.join(work_dir, "shards", "eval"), "eval", features, store,
+                                max(1, num_shards // 4), shard_workers, on_error)
     eval_files = tuple(zip(eval_src.paths, eval_src.labels)) if eval_src.kind == "wav" else ()
-    description = (f"{origin}: {_count(train)} train / {_count(held)} eval examples, "
+    description = (f"{origin}: {train_count} train / {held_count} eval examples, "
                    f"{len(train_src.class_names)} classes")
     return DemoData(train, held, tuple(train_src.class_names), eval_files, description)
 
 
 def _sharded(source: Source, out_dir: str, split: str, features: FeatureConfig, store: str,
-             num_shards: int, workers: int, on_error: str) -> str:
-    """The shard folder for `source` (written, or finished if a run was interrupted)."""
+             num_shards: int, workers: int, on_error: str) -> tuple[str, int]:
+    """The shard folder for `source` (written, or finished if a run was interrupted), and its size."""
     if source.kind == "shards":
-        return source.root
+        return source.root, source.num_examples
     num_shards = min(num_shards, len(source.paths))
     print(f"[data] sharding {len(source.paths)} {split} clips into {out_dir} "
           f"({num_shards} shards, store={store})")
@@ -111,11 +111,7 @@ def _sharded(source: Source, out_dir: str, split: str, features: FeatureConfig, 
         print(f"[data] {len(index['rejected'])} of {len(source.paths)} {split} files rejected (each listed "
               f"with its reason in {os.path.join(out_dir, 'tfpipe.json')}), e.g. {first['path']}: "
               f"{first['reason']}")
-    return out_dir
-
-
-def _count(data: str) -> int:
-    return find_examples(data).num_examples
+    return out_dir, index["num_examples"]
 
 
 def pick_files(files: Sequence[tuple[str, int]], n: int) -> list[tuple[str, int]]:

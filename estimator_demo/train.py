@@ -37,7 +37,7 @@ from estimator_demo.data import DemoData, pick_files, prepare_data  # noqa: E402
 from tfpipe import flags as tfpipe_flags  # noqa: E402
 from tfpipe.config import FeatureConfig, PipelineConfig  # noqa: E402
 from tfpipe.errors import DataError  # noqa: E402
-from tfpipe.sources import find_examples  # noqa: E402
+from tfpipe.sources import Source, find_examples  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -222,8 +222,9 @@ def main(argv: Sequence[str]) -> None:
     started = time.perf_counter()
     model_dir = os.path.abspath(FLAGS.model_dir)
     try:
-        pipeline, features = tfpipe_flags.pipeline_config(), _feature_config(FLAGS.data)
-        data = prepare_data(FLAGS.data, FLAGS.eval_data, FLAGS.eval_fraction, model_dir, features,
+        source = find_examples(FLAGS.data) if FLAGS.data is not None else None  # looked at once
+        pipeline, features = tfpipe_flags.pipeline_config(), _feature_config(source)
+        data = prepare_data(source, FLAGS.eval_data, FLAGS.eval_fraction, model_dir, features,
                             store=FLAGS.store, num_shards=FLAGS.num_shards, shard_workers=FLAGS.shard_workers,
                             on_error=FLAGS.on_error, per_class=FLAGS.per_class, corpus_seed=FLAGS.corpus_seed)
     except ValueError as e:  # includes tfpipe.DataError: the message names the file and the fix
@@ -241,10 +242,9 @@ def main(argv: Sequence[str]) -> None:
     print(summary(data, result, predictions, FLAGS.pipeline, time.perf_counter() - started))
 
 
-def _feature_config(data: Optional[str]) -> FeatureConfig:
+def _feature_config(source: Optional[Source]) -> FeatureConfig:
     """The feature flags; for a shard folder, its index's features with the flags that were set on top."""
     set_by_flags = tfpipe_flags.set_fields(FeatureConfig)
-    source = find_examples(data) if data is not None else None
     if source is not None and source.kind == "shards":
         return FeatureConfig(**{**source.index["features"], **set_by_flags})
     return FeatureConfig(**set_by_flags)
