@@ -31,7 +31,7 @@ from tfpipe import shards, sources
 from tfpipe.config import FeatureConfig
 from tfpipe.errors import DataError
 
-_CHUNK_EXAMPLES = 64  # clips featurized per call: amortizes TF dispatch, bounds worker memory
+_CHUNK_EXAMPLES = 16  # clips featurized per call: amortizes TF dispatch; the STFT's ~3 MB stays in cache
 _RESAMPLE_MARGIN_SECONDS = 0.05  # read past the crop so the resampler's filter sees real samples
 # libsndfile's log line for a data chunk longer than the file: "data : 32000 (should be 15978)".
 _SHORT_DATA = re.compile(r"^data\s*:\s*(\d+)\s*\(should be (\d+)\)", re.MULTILINE)
@@ -136,7 +136,8 @@ def write_shards_with_stats(data: Union[str, os.PathLike, sources.Source], out_d
         raise ValueError(f"num_hosts={num_hosts} but num_shards={num_shards}: "
                          f"every host needs a shard to write")
     os.makedirs(out_dir, exist_ok=True)
-    names = [os.path.relpath(p, base) for p in source.paths]
+    prefix = os.path.join(os.path.abspath(base), "")  # relpath per file costs ~10 µs: 0.16 s for 16k clips
+    names = [p[len(prefix):] if p.startswith(prefix) else os.path.relpath(p, base) for p in source.paths]
     plan = shards.plan_shards(source.labels, num_shards, seed=seed, split=split)
     jobs = [_Job(spec, out_dir, tuple(source.paths[i] for i in spec.examples),
                  tuple(names[i] for i in spec.examples), tuple(source.labels[i] for i in spec.examples),
