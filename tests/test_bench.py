@@ -31,8 +31,8 @@ VARIANT_KEYS = {"name", "kind", "reference", "note", "config", "examples_per_s",
 STAGE_KEYS = {"backend", "cores", "limiting", "fused_rate", "vectorized_rate", "ideal", "stages"}
 MACHINE_KEYS = {"cores", "usable_cores", "tf_version", "python", "platform", "gpu"}
 SETTINGS_KEYS = {"data", "shards", "num_examples", "num_classes", "variants", "baseline", "ablation",
-                 "batches", "turn_batches", "repeats", "warmup", "settle_batches", "step_ms", "batch_size",
-                 "stage_seconds", "features", "overrides", "frozen_while_idle"}
+                 "batches", "turn_batches", "turn_seconds", "repeats", "warmup", "settle_batches", "step_ms",
+                 "batch_size", "stage_seconds", "features", "overrides", "frozen_while_idle"}
 
 
 # --- statistics (pure) ---------------------------------------------------------------------------
@@ -180,7 +180,8 @@ def _result(step_ms=0.0):
                      for name in ("naive", "optimized"))
     settings = {"data": "/data", "shards": None, "num_examples": 400, "num_classes": 4,
                 "variants": ["naive", "optimized"], "baseline": "naive", "ablation": False, "batches": 4,
-                "turn_batches": {"naive": 4, "optimized": 4}, "repeats": 2, "warmup": 1, "settle_batches": 1,
+                "turn_batches": {"naive": 4, "optimized": 4}, "turn_seconds": 0.0, "repeats": 2, "warmup": 1,
+                "settle_batches": 1,
                 "step_ms": step_ms, "batch_size": 25, "stage_seconds": 0.5, "features": {}, "overrides": {},
                 "frozen_while_idle": True}
     machine = {"cores": 2, "usable_cores": 2, "tf_version": "2.15.1", "python": "3.11", "platform": "linux",
@@ -299,6 +300,18 @@ def test_run_rejects_missing_inputs_before_starting_workers(tiny):
         bench.run(tiny, ["naive"], repeats=0, progress=False)
 
 
+def test_default_turns_repeat_whole_epochs_until_turn_seconds(tiny):
+    # 18 clips in batches of 4, drop_remainder: an epoch is 4 batches. A fast variant's epoch takes
+    # milliseconds; the turn keeps taking whole epochs until 0.3 s have passed.
+    result = bench.run(tiny, ["optimized"], turn_seconds=0.3, repeats=2, warmup=0, features=FEAT,
+                       overrides={"batch_size": 4}, stages=False, progress=False)
+    assert result.settings["turn_batches"] == {"optimized": 4} and result.settings["turn_seconds"] == 0.3
+    for turn in result.variants[0].turns:
+        assert turn.seconds >= 0.3 and turn.batches % 4 == 0 and turn.batches > 4
+        assert turn.examples == 4 * turn.batches
+    assert "epochs (4 batches) for >= 0.3 s" in result.table()
+
+
 def test_shards_variants_read_the_shard_folder(tiny, tmp_path):
     import tfpipe
 
@@ -331,6 +344,6 @@ def test_cli_help_explains_itself():
     out = subprocess.run([tfpipe_script, "bench", "--help"], capture_output=True, text=True,
                          check=True).stdout
     for text in ("--variants", "optimized:fuse_maps=false", "naive:backend=librosa", "keras",
-                 "--[no]ablation", "--step_ms", "--batches", "--repeats", "--warmup", "--json", "--plot",
+                 "--[no]ablation", "--step_ms", "--batches", "--turn_seconds", "--repeats", "--warmup", "--json", "--plot",
                  "--shards", "--[no]prepare", "--workers", "--batch_size", "--n_mels"):
         assert text in out, text

@@ -14,8 +14,10 @@ How a run is kept fair:
     resumes with the buffers it had when its last turn ended, i.e. in steady state; each
     turn still starts with one untimed "settle" batch so waking up is not timed either.
     (Where SIGSTOP does not exist, workers only block on their pipe.)
-  * A turn is one epoch by default, so chains whose work comes in a burst once per
-    epoch (the naive whole-set shuffle refilling) get exactly one burst per turn.
+  * A turn is whole epochs by default, so chains whose work comes in a burst once per
+    epoch (the naive whole-set shuffle refilling) get whole bursts, repeated until the
+    turn lasts `turn_seconds`: a shard reader makes an epoch of 2,000 examples in ~20 ms,
+    too short to time anything but waking up.
   * Stage throughputs are measured single-threaded in one more process, while every
     variant is frozen.
 The worker side lives in `tfpipe.bench_worker`, the results and their table, JSON
@@ -262,8 +264,8 @@ def _progress(total: int, enabled: bool) -> Any:
 def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] = DEFAULT_VARIANTS, *,
         shards: Optional[Union[str, os.PathLike]] = None, ablation: bool = False,
         baseline: Optional[str] = None,
-        step_ms: float = 0.0, batches: Optional[int] = None, repeats: int = 5, warmup: int = 3,
-        features: Optional[FeatureConfig] = None, overrides: Optional[Mapping[str, Any]] = None,
+        step_ms: float = 0.0, batches: Optional[int] = None, turn_seconds: float = 1.0, repeats: int = 5,
+        warmup: int = 3, features: Optional[FeatureConfig] = None, overrides: Optional[Mapping[str, Any]] = None,
         stages: bool = True, stage_seconds: float = 0.5, progress: bool = True) -> BenchResult:
     """Times input-pipeline variants side by side, each in its own process, in alternating rounds.
 
@@ -276,7 +278,10 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
       step_ms: simulated accelerator step per batch (sleep), 0 = none.
       batches: batches timed per variant per round. Default: one epoch of each variant's
         batch size (at most MAX_EPOCH_BATCHES), so a chain whose work comes in bursts
-        once per epoch (the naive whole-set shuffle refills) gets one burst per turn.
+        once per epoch (the naive whole-set shuffle refills) gets whole bursts per turn,
+        repeated until the turn lasts `turn_seconds`.
+      turn_seconds: with the default `batches`, a turn repeats its epoch until it has
+        lasted this long (fast variants are timed in steady state, not waking up).
       repeats: rounds.
       warmup: untimed batches after the first one.
       features: FeatureConfig the variants start from.
@@ -292,8 +297,8 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
       ValueError / DataError: bad variant specs, settings or data, by name.
     """
     started = time.perf_counter()
-    for name, value, low in (("batches", batches, 1), ("repeats", repeats, 1), ("warmup", warmup, 0),
-                             ("step_ms", step_ms, 0), ("stage_seconds", stage_seconds, 0.01)):
+    for name, value, low in (("batches", batches, 1), ("turn_seconds", turn_seconds, 0), ("repeats", repeats, 1),
+                             ("warmup", warmup, 0), ("step_ms", step_ms, 0), ("stage_seconds", stage_seconds, 0.01)):
         if value is not None and value < low:
             raise ValueError(f"{name}={value!r}: must be >= {low}")
     features = dataclasses.replace(features or FeatureConfig(), **{k: v for k, v in (overrides or {}).items()
@@ -345,7 +350,8 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
         for r in range(repeats):
             for w in workers[:len(chosen)]:
                 bar.set_description_str(f"bench: round {r + 1}/{repeats} {w.name}")
-                turn = w.call("time", batches=turn_batches[w.name], step_s=step_ms / 1000)
+                turn = w.call("time", batches=turn_batches[w.name], step_s=step_ms / 1000,
+                              min_s=0.0 if batches else turn_seconds)
                 turns[w.name].append(Turn(**turn))
                 bar.update()
         phase("rounds")
@@ -384,7 +390,8 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
                 "num_examples": source.num_examples,
                 "num_classes": len(source.class_names), "variants": [v.name for v in chosen],
                 "baseline": baseline_name, "ablation": ablation,
-                "batches": batches, "turn_batches": turn_batches, "repeats": repeats, "warmup": warmup,
+                "batches": batches, "turn_batches": turn_batches, "turn_seconds": 0.0 if batches else turn_seconds,
+                "repeats": repeats, "warmup": warmup,
                 "settle_batches": bench_worker.SETTLE_BATCHES, "step_ms": step_ms,
                 "batch_size": chosen[0].pipeline.batch_size, "stage_seconds": stage_seconds,
                 "features": dataclasses.asdict(features), "overrides": dict(overrides or {}),

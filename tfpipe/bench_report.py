@@ -245,10 +245,13 @@ def _plural(n: int, word: str) -> str:
 
 
 def _turn(settings: Mapping[str, Any]) -> str:
-    """What one turn is, e.g. "31 batches" or "one epoch (31 batches)"."""
+    """What one turn is, e.g. "31 batches" or "epochs (31 batches) for >= 1 s"."""
     counts = sorted(set(settings["turn_batches"].values()))
     text = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
-    return f"{text} batches" if settings["batches"] else f"one epoch ({text} batches)"
+    if settings["batches"]:
+        return f"{text} batches"
+    seconds = settings.get("turn_seconds", 0)
+    return f"epochs ({text} batches) for >= {seconds:g} s" if seconds else f"one epoch ({text} batches)"
 
 
 def bench_table(result: BenchResult) -> str:

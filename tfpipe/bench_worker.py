@@ -99,21 +99,26 @@ def _build(state: dict, job: dict, warmup: int) -> dict:
     return {"first_batch_s": first}
 
 
-def _time(state: dict, job: dict, batches: int, step_s: float) -> dict:
-    """One turn: a settle batch, then `batches` timed, each followed by a simulated step."""
+def _time(state: dict, job: dict, batches: int, step_s: float, min_s: float = 0.0) -> dict:
+    """One turn: a settle batch, then blocks of `batches` timed until `min_s` has passed.
+
+    Each batch is followed by the simulated step, if any.
+    """
     it = state["batches"]
     for _ in range(SETTLE_BATCHES):
         next(it)
-    examples, wait = 0, 0.0
+    taken, examples, wait = 0, 0, 0.0
     start = time.perf_counter()
-    for _ in range(batches):
-        asked = time.perf_counter()
-        batch = next(it)
-        wait += time.perf_counter() - asked
-        examples += _num_examples(batch)
-        if step_s:
-            time.sleep(step_s)  # the accelerator's step: releases the GIL like a real one
-    return {"batches": batches, "examples": examples, "seconds": time.perf_counter() - start, "wait_s": wait}
+    while not taken or time.perf_counter() - start < min_s:
+        for _ in range(batches):
+            asked = time.perf_counter()
+            batch = next(it)
+            wait += time.perf_counter() - asked
+            examples += _num_examples(batch)
+            if step_s:
+                time.sleep(step_s)  # the accelerator's step: releases the GIL like a real one
+        taken += batches
+    return {"batches": taken, "examples": examples, "seconds": time.perf_counter() - start, "wait_s": wait}
 
 
 def one_thread_rate(ds: Any, per_element: int, budget_s: float) -> float:

@@ -39,8 +39,10 @@ def define_bench() -> None:
     flags.DEFINE_float("step_ms", 0.0, "Simulated accelerator step per batch, in ms of sleep: shows how much "
                        "of the step the input hides (prefetch: max(input, step) instead of input + step).",
                        lower_bound=0.0)
-    flags.DEFINE_integer("batches", None, "Batches timed per variant per round (default: one epoch, at most 50).",
-                         lower_bound=1)
+    flags.DEFINE_integer("batches", None, "Batches timed per variant per round (default: whole epochs of at most "
+                         "50 batches, for --turn_seconds).", lower_bound=1)
+    flags.DEFINE_float("turn_seconds", 1.0, "Without --batches, each turn repeats its epoch until it has lasted "
+                       "this long, so fast variants are timed in steady state.", lower_bound=0.0)
     flags.DEFINE_integer("repeats", 5, "Rounds; every variant takes one turn per round (--prepare: runs per "
                          "worker count).", lower_bound=1)
     flags.DEFINE_integer("warmup", 3, "Untimed batches after the first one.", lower_bound=0)
@@ -94,8 +96,8 @@ def run_bench(argv: Sequence[str]) -> None:
             else:
                 result = bench.run(data, bench.split_variants(FLAGS.variants), shards=FLAGS.shards,
                                    ablation=FLAGS.ablation, baseline=FLAGS.baseline, step_ms=FLAGS.step_ms,
-                                   batches=FLAGS.batches, repeats=FLAGS.repeats, warmup=FLAGS.warmup,
-                                   overrides=overrides, stages=FLAGS.stages, stage_seconds=FLAGS.stage_seconds,
+                                   batches=FLAGS.batches, turn_seconds=FLAGS.turn_seconds, repeats=FLAGS.repeats,
+                                   warmup=FLAGS.warmup, overrides=overrides, stages=FLAGS.stages, stage_seconds=FLAGS.stage_seconds,
                                    progress=FLAGS.progress)
     except (DataError, ValueError) as e:
         fail(str(e))
