@@ -181,9 +181,8 @@ def _result(step_ms=0.0):
     settings = {"data": "/data", "shards": None, "num_examples": 400, "num_classes": 4,
                 "variants": ["naive", "optimized"], "baseline": "naive", "ablation": False, "batches": 4,
                 "turn_batches": {"naive": 4, "optimized": 4}, "turn_seconds": 0.0, "repeats": 2, "warmup": 1,
-                "settle_batches": 1,
-                "step_ms": step_ms, "batch_size": 25, "stage_seconds": 0.5, "features": {}, "overrides": {},
-                "frozen_while_idle": True}
+                "settle_batches": 1, "step_ms": step_ms, "batch_size": 25, "stage_seconds": 0.5, "features": {},
+                "overrides": {}, "frozen_while_idle": True}
     machine = {"cores": 2, "usable_cores": 2, "tf_version": "2.15.1", "python": "3.11", "platform": "linux",
                "gpu": False}
     return BenchResult(settings, machine, variants, (stage,), 12.0, {"start": 1.0})
@@ -344,6 +343,6 @@ def test_cli_help_explains_itself():
     out = subprocess.run([tfpipe_script, "bench", "--help"], capture_output=True, text=True,
                          check=True).stdout
     for text in ("--variants", "optimized:fuse_maps=false", "naive:backend=librosa", "keras",
-                 "--[no]ablation", "--step_ms", "--batches", "--turn_seconds", "--repeats", "--warmup", "--json", "--plot",
-                 "--shards", "--[no]prepare", "--workers", "--batch_size", "--n_mels"):
+                 "--[no]ablation", "--step_ms", "--batches", "--turn_seconds", "--repeats", "--warmup", "--json",
+                 "--plot", "--shards", "--[no]prepare", "--workers", "--batch_size", "--n_mels"):
         assert text in out, text

@@ -264,8 +264,9 @@ def _progress(total: int, enabled: bool) -> Any:
 def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] = DEFAULT_VARIANTS, *,
         shards: Optional[Union[str, os.PathLike]] = None, ablation: bool = False,
         baseline: Optional[str] = None,
-        step_ms: float = 0.0, batches: Optional[int] = None, turn_seconds: float = 1.0, repeats: int = 5,
-        warmup: int = 3, features: Optional[FeatureConfig] = None, overrides: Optional[Mapping[str, Any]] = None,
+        step_ms: float = 0.0, batches: Optional[int] = None, turn_seconds: float = 1.0,
+        repeats: int = 5, warmup: int = 3, features: Optional[FeatureConfig] = None,
+        overrides: Optional[Mapping[str, Any]] = None,
         stages: bool = True, stage_seconds: float = 0.5, progress: bool = True) -> BenchResult:
     """Times input-pipeline variants side by side, each in its own process, in alternating rounds.
 
@@ -297,8 +298,9 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
       ValueError / DataError: bad variant specs, settings or data, by name.
     """
     started = time.perf_counter()
-    for name, value, low in (("batches", batches, 1), ("turn_seconds", turn_seconds, 0), ("repeats", repeats, 1),
-                             ("warmup", warmup, 0), ("step_ms", step_ms, 0), ("stage_seconds", stage_seconds, 0.01)):
+    for name, value, low in (("batches", batches, 1), ("turn_seconds", turn_seconds, 0),
+                             ("repeats", repeats, 1), ("warmup", warmup, 0), ("step_ms", step_ms, 0),
+                             ("stage_seconds", stage_seconds, 0.01)):
         if value is not None and value < low:
             raise ValueError(f"{name}={value!r}: must be >= {low}")
     features = dataclasses.replace(features or FeatureConfig(), **{k: v for k, v in (overrides or {}).items()
@@ -390,8 +392,8 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
                 "num_examples": source.num_examples,
                 "num_classes": len(source.class_names), "variants": [v.name for v in chosen],
                 "baseline": baseline_name, "ablation": ablation,
-                "batches": batches, "turn_batches": turn_batches, "turn_seconds": 0.0 if batches else turn_seconds,
-                "repeats": repeats, "warmup": warmup,
+                "batches": batches, "turn_batches": turn_batches,
+                "turn_seconds": 0.0 if batches else turn_seconds, "repeats": repeats, "warmup": warmup,
                 "settle_batches": bench_worker.SETTLE_BATCHES, "step_ms": step_ms,
                 "batch_size": chosen[0].pipeline.batch_size, "stage_seconds": stage_seconds,
                 "features": dataclasses.asdict(features), "overrides": dict(overrides or {}),

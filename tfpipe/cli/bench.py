@@ -96,9 +96,9 @@ def run_bench(argv: Sequence[str]) -> None:
             else:
                 result = bench.run(data, bench.split_variants(FLAGS.variants), shards=FLAGS.shards,
                                    ablation=FLAGS.ablation, baseline=FLAGS.baseline, step_ms=FLAGS.step_ms,
-                                   batches=FLAGS.batches, turn_seconds=FLAGS.turn_seconds, repeats=FLAGS.repeats,
-                                   warmup=FLAGS.warmup, overrides=overrides, stages=FLAGS.stages, stage_seconds=FLAGS.stage_seconds,
-                                   progress=FLAGS.progress)
+                                   batches=FLAGS.batches, turn_seconds=FLAGS.turn_seconds,
+                                   repeats=FLAGS.repeats, warmup=FLAGS.warmup, overrides=overrides,
+                                   stages=FLAGS.stages, stage_seconds=FLAGS.stage_seconds, progress=FLAGS.progress)
     except (DataError, ValueError) as e:
         fail(str(e))
     print(result.table())
