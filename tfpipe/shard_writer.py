@@ -128,7 +128,7 @@ def write_shards_with_stats(data: Union[str, os.PathLike, sources.Source], out_d
     if source.kind != "wav":
         raise ValueError(f"{source.root}: already a shard folder; write_shards needs a wav folder or CSV")
     out_dir = os.path.abspath(os.fspath(out_dir))
-    base = source.root if os.path.isdir(source.root) else os.path.dirname(source.root)
+    base = sources.folder(source.root)
     if out_dir == os.path.abspath(base):
         raise ValueError(f"{out_dir}: the output folder is the input folder; its tfpipe.json would turn the "
                          f"wav folder into a shard folder. Pick another --output")
@@ -149,17 +149,17 @@ def write_shards_with_stats(data: Union[str, os.PathLike, sources.Source], out_d
     header = {"format": shards.FORMAT, "version": shards.VERSION, "split": split,
               "class_names": list(source.class_names), "features": dataclasses.asdict(features),
               "store": store, "dtype": dtype, "shape": list(stored.feature_shape)}
-    rejected = sorted((r for m in manifests for r in m["rejected"]), key=lambda r: r["path"])
-    index = shards.make_index(header, manifests, rejected)
-    shards.check_counts(index, sum(len(job.spec.examples) for job in jobs))
+    index = shards.make_index(header, manifests, [r for m in manifests for r in m["rejected"]])
+    found = sum(len(job.spec.examples) for job in jobs)
+    shards.check_counts(index, found)
     if num_hosts == 1:
         shards.write_json_atomic(os.path.join(out_dir, shards.INDEX_NAME), index)
     else:
-        part = {**index, "host": [worker_index, num_hosts], "found": sum(len(j.spec.examples) for j in jobs),
+        part = {**index, "host": [worker_index, num_hosts], "found": found,
                 "plan": {"num_shards": num_shards, "seed": seed}}
         shards.write_json_atomic(os.path.join(out_dir, shards.part_name(worker_index, num_hosts)), part)
-        parts = glob.glob(os.path.join(out_dir, f"tfpipe.part-*-of-{num_hosts:05d}.json"))
-        index = shards.merge_index(out_dir, num_hosts) if len(parts) == num_hosts else part
+        done_hosts = len(shards.part_paths(out_dir, num_hosts))
+        index = shards.merge_index(out_dir, num_hosts) if done_hosts == num_hosts else part
     resumed = sum(m["resumed"] for m in manifests)
     processed = sum(len(j.spec.examples) for j, m in zip(jobs, manifests) if not m["resumed"])
     return index, WriteStats(time.perf_counter() - start, ready - start, done - ready, processed, resumed,

@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 import re
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 import tensorflow as tf
@@ -148,6 +148,16 @@ def part_name(worker_index: int, num_hosts: int) -> str:
     return f"tfpipe.part-{worker_index:05d}-of-{num_hosts:05d}.json"
 
 
+def part_pattern(num_hosts: Optional[int] = None) -> str:
+    """Glob pattern of the partial indexes of runs with num_hosts hosts (None: any run)."""
+    return f"tfpipe.part-*-of-{num_hosts:05d}.json" if num_hosts else "tfpipe.part-*-of-*.json"
+
+
+def part_paths(out_dir: str, num_hosts: Optional[int] = None) -> list[str]:
+    """The partial indexes in out_dir matching part_pattern(num_hosts), sorted."""
+    return sorted(glob.glob(os.path.join(out_dir, part_pattern(num_hosts))))
+
+
 def sidecar_path(shard_path: str) -> str:
     """The per-shard manifest next to a shard: size, sha256, class counts, inputs key, rejected files."""
     return shard_path + ".json"
@@ -184,10 +194,9 @@ def merge_index(out_dir: str, num_hosts: Optional[int] = None) -> dict:
         or has the wrong size; the message names it and the command to run.
     """
     out_dir = os.path.abspath(out_dir)
-    pattern = f"tfpipe.part-*-of-{num_hosts:05d}.json" if num_hosts else "tfpipe.part-*-of-*.json"
-    parts = sorted(glob.glob(os.path.join(out_dir, pattern)))
+    parts = part_paths(out_dir, num_hosts)
     if not parts:
-        raise DataError(f"{out_dir}: no partial indexes ({pattern}) to merge; run "
+        raise DataError(f"{out_dir}: no partial indexes ({part_pattern(num_hosts)}) to merge; run "
                         f"`tfpipe prepare ... --worker_index I --num_hosts N` on each host first")
     loaded = [_read_json(p) for p in parts]
     counts = sorted({part["host"][1] for part in loaded})
@@ -214,7 +223,7 @@ def merge_index(out_dir: str, num_hosts: Optional[int] = None) -> dict:
     if expected is not None and [s["file"] for s in shards] != expected:
         raise DataError(f"{out_dir}: the partial indexes list {len(shards)} shards, not the {planned} of "
                         f"their plan; rerun the same tfpipe prepare command on every host")
-    rejected = sorted((r for part in have.values() for r in part["rejected"]), key=lambda r: r["path"])
+    rejected = [r for part in have.values() for r in part["rejected"]]
     for shard in shards:
         _check_size(os.path.join(out_dir, shard["file"]), shard["bytes"], out_dir)
     index = make_index(first, shards, rejected)
@@ -225,12 +234,13 @@ def merge_index(out_dir: str, num_hosts: Optional[int] = None) -> dict:
 
 
 def make_index(header: dict, shards: list[dict], rejected: list[dict]) -> dict:
-    """The tfpipe.json dict, keys in the documented order."""
+    """The tfpipe.json dict, keys in the documented order, rejected inputs sorted by path."""
     index = {k: header[k] for k in ("format", "version", "split")}
     index["num_examples"] = sum(s["num_examples"] for s in shards)
     index.update({k: header[k] for k in ("class_names", "features", "store", "dtype", "shape")})
     index["shards"] = [{k: s[k] for k in ("file", "num_examples", "bytes", "sha256")} for s in shards]
-    index["rejected"] = [{"path": r["path"], "reason": r["reason"]} for r in rejected]
+    index["rejected"] = [{"path": r["path"], "reason": r["reason"]}
+                         for r in sorted(rejected, key=lambda r: r["path"])]
     return index
 
 
@@ -355,12 +365,14 @@ def _shard_stages(index: dict, p: PipelineConfig, f: FeatureConfig) -> list:
         values = tf.ensure_shape(values, records.shape.concatenate(shape))
         return tf.cast(values, tf.float32), parsed[LABEL_KEY]  # float16 on disk, float32 out
 
+    computes = store == "waveform" and f.output == "log_mel"  # log-mel from stored waveforms
+
     def featurize(values, labels):
-        if store == "waveform" and f.output == "log_mel":
+        if computes:
             values = audio.compute_features(values, f)
         return {f.feature_key: values}, labels
 
-    if p.fuse_maps or not (store == "waveform" and f.output == "log_mel"):
+    if p.fuse_maps or not computes:
         return [compose(parse, featurize)]
     return [parse, featurize]
 
@@ -406,11 +418,11 @@ class ShardCheck:
     class_counts: tuple[int, ...]
 
 
-def verify_shards(shard_dir: str) -> list[ShardCheck]:
+def verify_shards(shard_dir: Union[str, sources.Source]) -> list[ShardCheck]:
     """Re-reads every shard: size, sha256, record count, labels, feature sizes, exactly-once paths.
 
     Args:
-      shard_dir: a folder with tfpipe.json.
+      shard_dir: a folder with tfpipe.json, or its Source.
 
     Returns:
       One ShardCheck per shard listed in the index, in index order.

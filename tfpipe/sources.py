@@ -56,7 +56,7 @@ class Source:
         """(train, eval) by a hash of each file's path, so a file never changes side between runs."""
         if not 0.0 < eval_fraction < 1.0:
             raise ValueError(f"eval_fraction={eval_fraction!r}: must be between 0 and 1")
-        is_eval = [_stable_fraction(os.path.relpath(p, _folder(self.root))) < eval_fraction
+        is_eval = [_stable_fraction(os.path.relpath(p, folder(self.root))) < eval_fraction
                    for p in self.paths]
         train = [i for i, e in enumerate(is_eval) if not e]
         held = [i for i, e in enumerate(is_eval) if e]
@@ -87,7 +87,8 @@ def find_examples(data: Union[str, os.PathLike, Source]) -> Source:
                      f"a CSV manifest (path,label), or a shard folder with {INDEX_NAME}")
 
 
-def _folder(root: str) -> str:
+def folder(root: str) -> str:
+    """The folder a Source's relative names start from: the root folder, or a CSV's folder."""
     return root if os.path.isdir(root) else os.path.dirname(root)
 
 

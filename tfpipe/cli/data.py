@@ -116,12 +116,14 @@ def run_prepare(argv: Sequence[str]) -> None:
 
 def _print_written(index: dict, out_dir: str) -> None:
     """One summary line per fact: counts (found = written + rejected), storage, where."""
+    from tfpipe import shards
+
     found = index["num_examples"] + len(index["rejected"])
     size = sum(s["bytes"] for s in index["shards"])
     print(f"wrote {index['num_examples']:,} examples in {len(index['shards'])} shards ({_human_bytes(size)}, "
           f"{index['store']} {index['dtype']} {index['shape']}) to {out_dir}")
     print(f"found {found:,} = written {index['num_examples']:,} + rejected {len(index['rejected']):,}"
-          + (f" (reasons in {os.path.join(out_dir, 'tfpipe.json')}; tfpipe inspect {out_dir})"
+          + (f" (reasons in {os.path.join(out_dir, shards.INDEX_NAME)}; tfpipe inspect {out_dir})"
              if index["rejected"] else ""))
 
 
@@ -141,7 +143,7 @@ def run_inspect(argv: Sequence[str]) -> None:
         if source.kind != "shards":
             raise DataError(f"{root}: no {shards.INDEX_NAME}; not a shard folder (if prepare ran on several "
                             f"hosts, run tfpipe prepare --merge --output {root})")
-        checks = shards.verify_shards(root) if FLAGS.verify else None
+        checks = shards.verify_shards(source) if FLAGS.verify else None
     except (DataError, ValueError) as e:
         fail(str(e))
     index = source.index
