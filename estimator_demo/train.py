@@ -27,7 +27,6 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from typing import Optional, Sequence  # noqa: E402
 
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
 
@@ -197,13 +196,10 @@ def predict_saved_model(export_dir: str, files: Sequence[tuple[str, int]],
     """
     if not files:
         return []
-    from tfpipe.shard_writer import load_clip  # decodes any wav the sharding accepts, at sample_rate
+    from tfpipe.shard_writer import load_clip, pad_clips  # any wav the sharding accepts, at sample_rate
 
     serve = tf.saved_model.load(export_dir).signatures["serving_default"]
-    clips = [load_clip(path, features) for path, _ in files]
-    batch = np.zeros((len(clips), max(c.size for c in clips)), np.float32)
-    for row, clip in zip(batch, clips):
-        row[:clip.size] = clip
+    batch = pad_clips([load_clip(path, features) for path, _ in files], features.num_samples)
     out = serve(waveform=tf.constant(batch))
     names = [n.decode() for n in out["class_names"].numpy()]
     confidence = out["probabilities"].numpy().max(axis=1)
@@ -244,10 +240,8 @@ def main(argv: Sequence[str]) -> None:
 
 def _feature_config(source: Optional[Source]) -> FeatureConfig:
     """The feature flags; for a shard folder, its index's features with the flags that were set on top."""
-    set_by_flags = tfpipe_flags.set_fields(FeatureConfig)
-    if source is not None and source.kind == "shards":
-        return FeatureConfig(**{**source.index["features"], **set_by_flags})
-    return FeatureConfig(**set_by_flags)
+    shards = source is not None and source.kind == "shards"
+    return tfpipe_flags.feature_config(base=source.index["features"] if shards else None)
 
 
 def summary(data: DemoData, result: TrainResult, predictions: Sequence[tuple[str, int, str, float]],

@@ -2,7 +2,6 @@
 
 import collections
 import dataclasses
-import os
 import re
 import signal
 import subprocess
@@ -10,7 +9,6 @@ import sys
 import threading
 import time
 
-import numpy as np
 import pytest
 import tensorflow as tf
 

@@ -155,12 +155,12 @@ def _stages(state: dict, job: dict, backends: Sequence[str], batch_size: int, bu
     from tfpipe import pipeline
 
     source = sources.find_examples(job["data"])
+    files = pipeline.wav_file_table(source, job["features"]).repeat()  # headers scanned once: backend-free
     reports = []
     for backend in backends:
         f = dataclasses.replace(job["features"], backend=backend)
         # The pipeline's own stage functions, so the stages describe what it runs.
         read, decode, featurize = pipeline.wav_stage_fns(f)
-        files = pipeline.wav_file_table(source, f).repeat()
         chain = [files]
         for fn in (read, decode, featurize):
             chain.append(chain[-1].map(fn))

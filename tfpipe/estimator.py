@@ -27,7 +27,7 @@ def make_input_fn(data: Data, mode: str = "train", pipeline: Optional[PipelineCo
       data: wav folder, CSV manifest, shard folder or Source (see build_dataset).
       mode: "train" | "eval" | "predict" or a tf.estimator.ModeKeys value.
       pipeline: PipelineConfig (default optimized()).
-      features: FeatureConfig (default FeatureConfig()).
+      features: FeatureConfig (default: a shard folder's own, else FeatureConfig()).
     """
     mode = normalize_mode(mode)
     pipeline = pipeline or PipelineConfig.optimized()

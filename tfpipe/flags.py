@@ -8,7 +8,7 @@ from the dataclass fields, so a new config field is a new flag with no edit here
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from absl import flags
 
@@ -90,10 +90,16 @@ def _values(flag_values: flags.FlagValues) -> dict[str, Any]:
 
 def pipeline_config(flag_values: flags.FlagValues = flags.FLAGS) -> PipelineConfig:
     """The PipelineConfig the parsed flags describe."""
-    values = _values(flag_values)
-    return PipelineConfig.preset(values["pipeline"], **_set_fields(PipelineConfig, values))
+    return PipelineConfig.preset(flag_values["pipeline"].value, **set_fields(PipelineConfig, flag_values))
 
 
-def feature_config(flag_values: flags.FlagValues = flags.FLAGS) -> FeatureConfig:
-    """The FeatureConfig the parsed flags describe."""
-    return FeatureConfig(**_set_fields(FeatureConfig, _values(flag_values)))
+def feature_config(flag_values: flags.FlagValues = flags.FLAGS, *, base: Optional[Mapping[str, Any]] = None,
+                   exclude: Sequence[str] = ()) -> FeatureConfig:
+    """The FeatureConfig the parsed flags describe.
+
+    Args:
+      flag_values: the parsed flags.
+      base: field values to start from (e.g. a shard index's features); flags that were set win.
+      exclude: fields whose flags mean something else to the caller (left at base/default).
+    """
+    return FeatureConfig(**{**(base or {}), **set_fields(FeatureConfig, flag_values, exclude)})

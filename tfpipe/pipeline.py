@@ -62,13 +62,12 @@ def build_dataset(data: Data, mode: str = TRAIN, pipeline: Optional[PipelineConf
     pipeline = pipeline or PipelineConfig.optimized()
     mode = normalize_mode(mode)
     source = sources.find_examples(data)
-    if features is None:  # shards know the features they were written with
-        features = FeatureConfig(**source.index["features"]) if source.kind == "shards" else FeatureConfig()
     if source.kind == "shards":
         from tfpipe import shards  # the shard reader lives with the shard writer
+        features = features or FeatureConfig(**source.index["features"])  # as the shards were written
         ds = shards.shard_chain(source, mode, pipeline, features, input_context)
     else:
-        ds = _wav_chain(source, mode, pipeline, features, input_context)
+        ds = _wav_chain(source, mode, pipeline, features or FeatureConfig(), input_context)
     return _finish(ds, mode, pipeline, allow_device_prefetch)
 
 

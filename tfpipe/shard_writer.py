@@ -362,12 +362,18 @@ def _example(store: str, values: bytes, label: int, name: str) -> bytes:
 
 def _featurize(clips: Sequence[np.ndarray], job: _Job) -> np.ndarray:
     """[len(clips), *shape] stored values: clips zero-padded to one batch, then log-mel if stored."""
-    batch = np.zeros((len(clips), job.features.num_samples), np.float32)
-    for row, clip in zip(batch, clips):
-        row[:clip.size] = clip  # clips arrive cropped; the rest stays zero, as audio.fix_length pads
+    batch = pad_clips(clips, job.features.num_samples)
     if job.store == "log_mel" and clips:
         batch = _log_mel_fn(job.features)(batch).numpy()
     return batch.astype(np.dtype(job.dtype).newbyteorder("<"))
+
+
+def pad_clips(clips: Sequence[np.ndarray], num_samples: int) -> np.ndarray:
+    """load_clip results as one float32 [len(clips), num_samples] batch, zero-padded like audio.fix_length."""
+    batch = np.zeros((len(clips), num_samples), np.float32)
+    for row, clip in zip(batch, clips):
+        row[:clip.size] = clip  # load_clip crops to num_samples
+    return batch
 
 
 @functools.lru_cache(maxsize=None)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Sequence
 
@@ -78,7 +77,7 @@ def run_bench(argv: Sequence[str]) -> None:
         fail(f"--workers={','.join(FLAGS.workers)}: expected worker counts, e.g. --workers 1,2")
     overrides = {**tfpipe_flags.set_fields(PipelineConfig), **tfpipe_flags.set_fields(FeatureConfig)}
     try:
-        features = FeatureConfig(**tfpipe_flags.set_fields(FeatureConfig))
+        features = tfpipe_flags.feature_config()
         with contextlib.ExitStack() as stack:
             data = FLAGS.data
             if data is None:

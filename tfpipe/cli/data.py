@@ -79,7 +79,6 @@ def define_prepare() -> None:
 def run_prepare(argv: Sequence[str]) -> None:
     from tfpipe import flags as tfpipe_flags
     from tfpipe import shards
-    from tfpipe.config import FeatureConfig
     from tfpipe.errors import DataError
 
     if argv:
@@ -93,8 +92,8 @@ def run_prepare(argv: Sequence[str]) -> None:
         if not FLAGS.input:
             fail("--input is required: a wav folder (one subfolder per class) "
                   "or a CSV manifest (path,label)")
-        # Not tfpipe.flags.feature_config: here --output is the folder (FeatureConfig.output is --store).
-        features = FeatureConfig(**tfpipe_flags.set_fields(FeatureConfig, exclude=("output",)))
+        # --output is the folder here (FeatureConfig.output is --store), so that flag is not a feature field.
+        features = tfpipe_flags.feature_config(exclude=("output",))
         index, stats = shards.write_shards_with_stats(
             FLAGS.input, FLAGS.output, num_shards=FLAGS.num_shards, num_workers=FLAGS.workers,
             features=features, store=FLAGS.store, split=FLAGS.split, seed=FLAGS.seed,
