@@ -236,6 +236,15 @@ def tiny(tmp_path_factory):
     return make_corpus(tmp_path_factory.mktemp("bench") / "corpus", per_class=6)  # 18 clips of 0.25 s
 
 
+@pytest.fixture(scope="module")
+def tiny_shards(tiny, tmp_path_factory):
+    import tfpipe
+
+    shard_dir = str(tmp_path_factory.mktemp("bench") / "shards")
+    tfpipe.write_shards(tiny, shard_dir, num_shards=2, num_workers=0, features=FEAT, progress=False)
+    return shard_dir
+
+
 def test_variants_own_features_decide_which_wavs_are_usable_and_ideal_is_like_for_like(tmp_path):
     corpus = make_corpus(tmp_path / "8k", classes=("a", "b"), per_class=3, sample_rate=8000)
     result = bench.run(corpus, ["optimized:sample_rate=8000", "optimized:sample_rate=8000,n_mels=32"],
@@ -275,19 +284,15 @@ def test_run_times_two_variants_in_worker_processes(tiny, tmp_path):
     assert "optimized:fuse_maps=false" in result.table()
 
 
-def test_errors_name_the_variant_in_the_parent_and_in_workers(tiny, tmp_path):
+def test_errors_name_the_variant_in_the_parent_and_in_workers(tiny, tiny_shards):
     # Checked up front, before any worker starts: this variant's sample rate.
     message = r"(?s)variant 'optimized:sample_rate=8000'.*sample rate 16000 Hz, expected 8000 Hz"
     with pytest.raises(DataError, match=message):
         bench.run(tiny, ["naive", "optimized:sample_rate=8000"], batches=1, repeats=1, warmup=0,
                   features=FEAT, overrides={"batch_size": 4}, stages=False, progress=False)
     # Found only when the worker builds it: shards written with 64 mels, variant asks for 32.
-    import tfpipe
-
-    shard_dir = str(tmp_path / "shards")
-    tfpipe.write_shards(tiny, shard_dir, num_shards=2, num_workers=0, features=FEAT, progress=False)
     with pytest.raises(DataError, match=r"(?s)variant 'shards:n_mels=32'.*n_mels=64 \(pipeline asks for 32\)"):
-        bench.run(tiny, ["naive", "shards:n_mels=32"], shards=shard_dir, batches=1, repeats=1, warmup=0,
+        bench.run(tiny, ["naive", "shards:n_mels=32"], shards=tiny_shards, batches=1, repeats=1, warmup=0,
                   features=FEAT, overrides={"batch_size": 4}, stages=False, progress=False)
     assert multiprocessing.active_children() == []
 
@@ -311,12 +316,8 @@ def test_default_turns_repeat_whole_epochs_until_turn_seconds(tiny):
     assert "epochs (4 batches) for >= 0.3 s" in result.table()
 
 
-def test_shards_variants_read_the_shard_folder(tiny, tmp_path):
-    import tfpipe
-
-    shard_dir = str(tmp_path / "shards")
-    tfpipe.write_shards(tiny, shard_dir, num_shards=2, num_workers=0, features=FEAT, progress=False)
-    result = bench.run(tiny, ["shards", "shards:naive"], shards=shard_dir, batches=1, repeats=1, warmup=0,
+def test_shards_variants_read_the_shard_folder(tiny, tiny_shards):
+    result = bench.run(tiny, ["shards", "shards:naive"], shards=tiny_shards, batches=1, repeats=1, warmup=0,
                        features=FEAT, overrides={"batch_size": 4}, stages=False, progress=False)
     assert [(v.kind, v.config["pipeline"]["fuse_maps"]) for v in result.variants] == [("shards", True),
                                                                                        ("shards", False)]

@@ -318,6 +318,7 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
     epoch = _check_sources(chosen, source, data, shards)
     turn_batches = {v.name: batches or min(MAX_EPOCH_BATCHES, max(1, epoch[v.kind] // v.pipeline.batch_size))
                     for v in chosen}
+    min_turn_s = 0.0 if batches else turn_seconds  # --batches asks for exactly that many
     measure_stages = stages and source.kind == "wav" and bool(wav_variants)
     backends = sorted({v.features.backend for v in wav_variants}, key=("tf", "librosa").index)
     # Stages (and the ideal) are measured on the first wav variant's features and batch size.
@@ -352,8 +353,7 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
         for r in range(repeats):
             for w in workers[:len(chosen)]:
                 bar.set_description_str(f"bench: round {r + 1}/{repeats} {w.name}")
-                turn = w.call("time", batches=turn_batches[w.name], step_s=step_ms / 1000,
-                              min_s=0.0 if batches else turn_seconds)
+                turn = w.call("time", batches=turn_batches[w.name], step_s=step_ms / 1000, min_s=min_turn_s)
                 turns[w.name].append(Turn(**turn))
                 bar.update()
         phase("rounds")
@@ -393,7 +393,7 @@ def run(data: Union[str, os.PathLike], variants: Sequence[Union[str, Variant]] =
                 "num_classes": len(source.class_names), "variants": [v.name for v in chosen],
                 "baseline": baseline_name, "ablation": ablation,
                 "batches": batches, "turn_batches": turn_batches,
-                "turn_seconds": 0.0 if batches else turn_seconds, "repeats": repeats, "warmup": warmup,
+                "turn_seconds": min_turn_s, "repeats": repeats, "warmup": warmup,
                 "settle_batches": bench_worker.SETTLE_BATCHES, "step_ms": step_ms,
                 "batch_size": chosen[0].pipeline.batch_size, "stage_seconds": stage_seconds,
                 "features": dataclasses.asdict(features), "overrides": dict(overrides or {}),

@@ -250,7 +250,7 @@ def _turn(settings: Mapping[str, Any]) -> str:
     text = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
     if settings["batches"]:
         return f"{text} batches"
-    seconds = settings.get("turn_seconds", 0)
+    seconds = settings["turn_seconds"]
     return f"epochs ({text} batches) for >= {seconds:g} s" if seconds else f"one epoch ({text} batches)"
 
 
