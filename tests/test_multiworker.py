@@ -7,7 +7,6 @@ examples that worker's pipeline produced. This file is also the worker program (
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -16,20 +15,11 @@ import numpy as np
 STEPS = 12
 
 
-def _free_ports(n):
-    """n ports nothing listens on right now."""
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("localhost", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 def _run_workers(data, tmp_path, timeout=150):
     """Runs two worker processes of this file under one TF_CONFIG cluster; returns their results."""
-    ports = _free_ports(2)
+    from tfpipe.service_bench import free_ports
+
+    ports = free_ports(2)
     cluster = {"worker": [f"localhost:{p}" for p in ports]}
     procs = []
     for i in range(2):

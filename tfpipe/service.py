@@ -208,17 +208,19 @@ def run_worker(dispatcher_address: str, port: int, *, worker_host: Optional[str]
     host, dispatcher_port = _split_address(dispatcher_address)
 
     def wait_for_dispatcher(stopping: threading.Event) -> None:
-        if not _accepts_connections(host, dispatcher_port):
-            print(f"tfpipe worker: waiting for the dispatcher at {host}:{dispatcher_port} (Ctrl-C stops)",
-                  file=out, flush=True)
+        if _accepts_connections(host, dispatcher_port):
+            return
+        print(f"tfpipe worker: waiting for the dispatcher at {_host_port(host, dispatcher_port)} "
+              f"(Ctrl-C stops)", file=out, flush=True)
         while not _accepts_connections(host, dispatcher_port) and not stopping.wait(0.5):
             pass
 
     def status(server: _service.WorkerServer) -> list[str]:
         bound = server._server.bound_port()  # pylint: disable=protected-access
-        advertised = f"{_worker_host(host, worker_host)}:{bound}"
+        advertised = _host_port(_worker_host(host, worker_host), bound)
+        dispatcher = _host_port(host, dispatcher_port)
         return [f"tfpipe worker: port {bound} (all interfaces), pid {os.getpid()}, registered with "
-                f"dispatcher {host}:{dispatcher_port}; consumers fetch from {advertised}", _NO_AUTH]
+                f"dispatcher {dispatcher}; consumers fetch from {advertised}", _NO_AUTH]
 
     _serve(lambda: start_worker(dispatcher_address, port, worker_host=worker_host), status, out, stop,
            before=wait_for_dispatcher)

@@ -103,7 +103,7 @@ def local_cluster(num_workers: int, *, worker_timeout_ms: Optional[int] = None, 
       RuntimeError: a worker exited or did not register in time (its log is in the message).
     """
     dispatcher = start_dispatcher(0, worker_timeout_ms=worker_timeout_ms)
-    ports = [_free_port() for _ in range(num_workers)]
+    ports = free_ports(num_workers)
     cluster = LocalCluster(dispatcher, dispatcher.target, ports, pin_workers)
     try:
         for i in range(num_workers):
@@ -126,11 +126,16 @@ def can_pin() -> bool:
     return hasattr(os, "sched_setaffinity")
 
 
-def _free_port() -> int:
-    """A port nothing listens on right now (bound on loopback only, then released)."""
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return s.getsockname()[1]
+def free_ports(n: int) -> list[int]:
+    """n different ports nothing listens on right now (all bound on loopback at once, then released)."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("localhost", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def bench_workers(data: Data, worker_counts: Sequence[int] = (0, 1, 2),

@@ -43,8 +43,6 @@ def fail(message: str) -> None:
     sys.exit(1)
 
 
-
-
 # --- dispatch ----------------------------------------------------------------------
 
 # name -> (one-line doc, module in tfpipe.cli defining define_<name>() and run_<name>(argv))
@@ -66,9 +64,9 @@ def _print_help(name: str, module) -> None:
     """The subcommand's usage, doc and its own flags (absl's --help would list only the script's)."""
     usage = getattr(module, "USAGE", {}).get(name, f"usage: tfpipe {name} [flags]")
     print(f"{usage}\n\n{_COMMANDS[name][0]}.\n")
-    for module, module_flags in sorted(FLAGS.flags_by_module_dict().items()):
-        if not module.startswith("absl.") and module_flags:  # ours, whatever name `-m` gave cli.py
-            print(FLAGS.module_help(module))
+    for defining, module_flags in sorted(FLAGS.flags_by_module_dict().items()):
+        if not defining.startswith("absl.") and module_flags:  # tfpipe.cli.<name> and tfpipe.flags
+            print(FLAGS.module_help(defining))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
