@@ -36,7 +36,7 @@ def test_presets_take_overrides_and_configs_are_frozen():
     (dict(fuse_maps="yes"), r"fuse_maps='yes': expected bool"),
     (dict(data_service_mode="all"), r"data_service_mode='all': allowed values are 'distributed_epoch'"),
     (dict(data_service="localhost:5050"), r"data_service='localhost:5050': expected 'grpc://HOST:PORT'"),
-    (dict(cycle_length=0), r"cycle_length=0: must be >= 1"),
+    (dict(cycle_length=-1), r"cycle_length=-1: must be >= 0"),
 ])
 def test_pipeline_config_errors_name_field_value_and_range(kwargs, message):
     with pytest.raises(ValueError, match=message):

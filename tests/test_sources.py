@@ -127,4 +127,27 @@ def test_unreadable_wavs_fail_up_front_naming_file_found_and_fix(tmp_path, kind,
     assert f"{path}: " in message and "good.wav" not in message
     assert "1 of 2 wav files" in message
     assert re.search(found, message), message
-    assert "tfpipe prepare" in message and "--sample_rate 16000" in message
+    if kind in ("pcm24", "float", "stereo", "rate"):  # prepare converts these: the command names the real folder
+        assert f"tfpipe prepare --input {tmp_path / 'a'} --output SHARDS --sample_rate 16000" in message
+    else:  # nothing to convert: the advice is to replace the file, not a prepare that would fail too
+        assert "tfpipe prepare --input" not in message and "remove or replace" in message
+
+
+def test_wavs_all_at_another_rate_get_the_one_flag_fix(tmp_path):
+    paths = [write_tone(str(tmp_path / "a" / f"{i}.wav"), 440 + 10 * i, sample_rate=22050) for i in range(3)]
+    with pytest.raises(DataError, match=r"every file is 16-bit PCM mono at 22050 Hz: pass --sample_rate 22050"):
+        sources.scan_wavs(paths, FeatureConfig())
+    assert len(sources.scan_wavs(paths, FeatureConfig(sample_rate=22050)).offsets) == 3
+
+
+def test_truncated_wav_and_fifo_are_refused_online_not_padded_or_hung(tmp_path):
+    good = write_tone(str(tmp_path / "a" / "good.wav"), 440)
+    cut = str(tmp_path / "a" / "cut.wav")
+    with open(good, "rb") as f:
+        open(cut, "wb").write(f.read()[:2000])  # header promises 0.25 s of samples, file holds less
+    fifo = str(tmp_path / "a" / "pipe.wav")
+    os.mkfifo(fifo)
+    with pytest.raises(DataError) as e:
+        sources.scan_wavs([good, cut, fifo], FeatureConfig())
+    assert re.search(r"cut.wav: truncated: the header promises \d+ bytes of samples but the file holds 1956", str(e.value))
+    assert "pipe.wav: not a regular file" in str(e.value)

@@ -13,29 +13,23 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import dataclasses
-import functools
 import glob
 import hashlib
 import json
-import math
 import multiprocessing
 import os
 import queue as queue_lib
-import re
 import time
 from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
 from tfpipe import shards, sources
-from tfpipe.config import FeatureConfig
+from tfpipe.domains.audio.config import FeatureConfig
+from tfpipe.domains.audio.offline import load_clip, log_mel_fn, pad_clips  # noqa: F401  (pad_clips: demo)
 from tfpipe.errors import DataError
 
 _CHUNK_EXAMPLES = 16  # clips featurized per call: amortizes TF dispatch; the STFT's ~3 MB stays in cache
-_RESAMPLE_MARGIN_SECONDS = 0.05  # read past the crop so the resampler's filter sees real samples
-# libsndfile's log line for a data chunk longer than the file: "data : 32000 (should be 15978)".
-_SHORT_DATA = re.compile(r"^data\s*:\s*(\d+)\s*\(should be (\d+)\)", re.MULTILINE)
-_STREAMED_SIZES = (0, 0xFFFFFFFF)  # "length unknown" markers written by streaming recorders
 _READY = "ready"  # a worker's first message: TensorFlow loaded, feature function traced
 
 
@@ -201,7 +195,8 @@ def _run_jobs(jobs: Sequence[_Job], num_workers: int, progress: bool) -> tuple[l
         # Workers fork from a server process that imported TensorFlow once (plain fork would copy
         # this process's TensorFlow threads; spawn would import TensorFlow once per worker).
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["tfpipe.shard_writer", "soundfile", "librosa.filters"])
+        context.set_forkserver_preload(["tfpipe.shard_writer", "tfpipe.domains.audio", "soundfile",
+                                         "librosa.filters"])
         done_queue = context.Queue()
         ready: list[float] = []
         manifests: dict[int, dict] = {}
@@ -259,7 +254,7 @@ def _init_worker(done_queue, features: FeatureConfig, store: str) -> None:
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     if store == "log_mel":
-        _log_mel_fn(features)(np.zeros((1, features.num_samples), np.float32))
+        log_mel_fn(features)(np.zeros((1, features.num_samples), np.float32))
     done_queue.put(_READY)
 
 
@@ -364,63 +359,5 @@ def _featurize(clips: Sequence[np.ndarray], job: _Job) -> np.ndarray:
     """[len(clips), *shape] stored values: clips zero-padded to one batch, then log-mel if stored."""
     batch = pad_clips(clips, job.features.num_samples)
     if job.store == "log_mel" and clips:
-        batch = _log_mel_fn(job.features)(batch).numpy()
+        batch = log_mel_fn(job.features)(batch).numpy()
     return batch.astype(np.dtype(job.dtype).newbyteorder("<"))
-
-
-def pad_clips(clips: Sequence[np.ndarray], num_samples: int) -> np.ndarray:
-    """load_clip results as one float32 [len(clips), num_samples] batch, zero-padded like audio.fix_length."""
-    batch = np.zeros((len(clips), num_samples), np.float32)
-    for row, clip in zip(batch, clips):
-        row[:clip.size] = clip  # load_clip crops to num_samples
-    return batch
-
-
-@functools.lru_cache(maxsize=None)
-def _log_mel_fn(features: FeatureConfig):
-    """audio.compute_features as one traced function over [batch, samples] (no per-op eager cost)."""
-    import tensorflow as tf
-
-    from tfpipe import audio
-
-    log_mel = dataclasses.replace(features, output="log_mel")
-    return tf.function(lambda w: audio.compute_features(w, log_mel), autograph=False,
-                       input_signature=[tf.TensorSpec([None, features.num_samples], tf.float32)])
-
-
-# --- decoding ------------------------------------------------------------------------------
-
-def load_clip(path: str, features: FeatureConfig) -> np.ndarray:
-    """Decodes any wav soundfile reads, mixed to mono, resampled and cropped to features' clip.
-
-    Returns:
-      float32 [<= features.num_samples] (shorter clips are zero-padded when batched).
-
-    Raises:
-      DataError: empty, truncated or unreadable file, naming it.
-    """
-    import soundfile
-
-    try:
-        if os.path.getsize(path) == 0:
-            raise DataError(f"{path}: empty file (0 bytes); remove it or copy it again")
-        with soundfile.SoundFile(path) as f:  # one open for header checks and samples
-            short = _SHORT_DATA.search(f.extra_info or "")
-            if short and int(short.group(1)) not in _STREAMED_SIZES:
-                raise DataError(f"{path}: truncated: the header promises {short.group(1)} bytes of samples "
-                                f"but the file holds {short.group(2)}; copy or export it again")
-            if f.frames == 0:
-                raise DataError(f"{path}: empty: no samples; remove it or record it again")
-            rate, wanted = f.samplerate, math.ceil(features.clip_seconds * f.samplerate)
-            if rate != features.sample_rate:
-                wanted += math.ceil(_RESAMPLE_MARGIN_SECONDS * rate)
-            samples = f.read(frames=min(wanted, f.frames), dtype="float32", always_2d=True)
-    except (RuntimeError, OSError) as e:  # soundfile's errors subclass RuntimeError
-        why = getattr(e, "error_string", None) or getattr(e, "strerror", None) or e  # without the path
-        raise DataError(f"{path}: not readable audio ({why}); remove it or convert it to wav") from e
-    mono = samples.mean(axis=1) if samples.shape[1] > 1 else samples[:, 0]
-    if rate != features.sample_rate:
-        import librosa
-
-        mono = librosa.resample(mono, orig_sr=rate, target_sr=features.sample_rate, res_type="soxr_hq")
-    return np.ascontiguousarray(mono[:features.num_samples], np.float32)

@@ -21,22 +21,16 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 import tensorflow as tf
 
-from tfpipe import audio, sources
-from tfpipe.config import FeatureConfig, PipelineConfig
+from tfpipe.core.source import INDEX_NAME, ChainInput, find, get_domain, register_folder_reader
+from tfpipe.core.stage import Stage, as_stage
 from tfpipe.errors import DataError
-from tfpipe.pipeline import AUTOTUNE, TRAIN, apply_maps, compose, shard_for_input_context
 
 FORMAT = "tfpipe-shards"
 VERSION = 1
-INDEX_NAME = sources.INDEX_NAME
 STORES = ("log_mel", "waveform")
 DTYPES = ("float16", "float32")
 LABEL_KEY = "label"
 PATH_KEY = "path"  # source path relative to the input folder: lets eval be checked for exactly-once
-# Fields that fix the stored values: shards are reusable only by a pipeline asking for the same ones.
-_LOG_MEL_FIELDS = ("sample_rate", "clip_seconds", "n_fft", "hop_length", "n_mels", "fmin", "fmax",
-                   "log_offset")
-_WAVEFORM_FIELDS = ("sample_rate", "clip_seconds")
 _HASH_BLOCK = 1 << 20  # 1 MiB reads when hashing shards
 # Records the interleave takes from one shard before the next: amortizes its per-element hand-off
 # between threads (about half the interleave's CPU per record). Records in a shard are already shuffled.
@@ -163,7 +157,7 @@ def sidecar_path(shard_path: str) -> str:
     return shard_path + ".json"
 
 
-def stored_class_counts(source: sources.Source) -> Optional[list[int]]:
+def stored_class_counts(source: ShardSource) -> Optional[list[int]]:
     """Examples per class from the shards' sidecar manifests; None if any is missing."""
     counts = np.zeros(len(source.class_names), np.int64)
     for path in source.paths:
@@ -278,58 +272,81 @@ def _check_size(path: str, expected: int, root: str) -> None:
 
 # --- read ----------------------------------------------------------------------------
 
-def shard_chain(source: sources.Source, mode: str, p: PipelineConfig, f: FeatureConfig,
-                input_context: Optional[tf.distribute.InputContext]) -> tf.data.Dataset:
-    """Shard files -> batches of ({key: float32}, int64 labels), before build_dataset's shared tail.
+@dataclasses.dataclass(frozen=True)
+class ShardSource:
+    """A shard folder: TFRecord shards plus the tfpipe.json index that describes them.
 
-    Args:
-      source: a shard folder's Source (its parsed index and shard paths).
-      mode: "train" (endless, shuffled) or "eval"/"predict" (one ordered pass, last batch kept).
-      p: the toggles; the tail (naive-order repeat, prefetch, options) is build_dataset's.
-      f: the features asked for; must match what the shards store.
-      input_context: each input pipeline then reads a disjoint subset of the shards.
-
-    Returns:
-      The dataset before build_dataset's shared tail.
-
-    Raises:
-      DataError: the shards store other features than `f` asks for, or a shard's size
-        differs from the index (truncated or overwritten), naming the shard.
+    Attributes:
+      root: the folder.
+      paths: shard files, absolute, in index order.
+      class_names: label id -> class name, as written.
+      index: the parsed tfpipe.json.
     """
-    index = source.index
-    check_features(source, f)
-    for shard, path in zip(index["shards"], source.paths):
-        _check_size(path, shard["bytes"], source.root)  # damage caught before training starts
-    train = mode == TRAIN
-    ordered = not train or p.deterministic
-    counts = tf.constant([s["num_examples"] for s in index["shards"]], tf.int64)
-    ds = tf.data.Dataset.from_tensor_slices((list(source.paths), counts))
-    ds = shard_for_input_context(ds, len(source.paths), input_context)
-    # A cache must see one finite epoch in a fixed order, so repeat and file shuffle follow it.
-    reshuffle_files = train and p.shuffle_filenames and not p.cache
 
-    if train and p.repeat_before_shuffle and not p.cache:
-        ds = ds.repeat()  # one endless stream: no refill stall at epoch ends
-    if reshuffle_files:
-        ds = ds.shuffle(len(source.paths), seed=p.seed)  # shard names are cheap to shuffle
-    if p.parallel_reads:
-        ds = ds.interleave(_read_shard, cycle_length=min(p.cycle_length, len(source.paths)),
-                           block_length=_BLOCK_RECORDS, num_parallel_calls=AUTOTUNE, deterministic=ordered)
-    else:
-        ds = ds.flat_map(_read_shard)
-    if p.cache:
-        ds = ds.cache("" if p.cache == "memory" else p.cache)  # serialized: float16 is half of parsed
-        if train and p.repeat_before_shuffle:
-            ds = ds.repeat()
-    if train:
-        # Records are mixed within and across shards, but neighbours come from the same few shards.
-        ds = ds.shuffle(p.shuffle_buffer or index["num_examples"], seed=p.seed)
-    stages = _shard_stages(index, p, f)
-    if p.vectorize:  # one parse_example + decode_raw per batch instead of per record
-        ds = ds.batch(p.batch_size, drop_remainder=train and p.drop_remainder)
-        return apply_maps(ds, stages, p, ordered)
-    ds = apply_maps(ds, stages, p, ordered)
-    return ds.batch(p.batch_size, drop_remainder=train and p.drop_remainder)
+    root: str
+    paths: tuple[str, ...]
+    class_names: tuple[str, ...]
+    index: dict
+    labels: tuple[int, ...] = ()
+    kind = "shards"
+
+    @property
+    def num_examples(self) -> int:
+        return int(self.index["num_examples"])
+
+    def chain_input(self, mode: str, features: Any = None, *, read: Any = None, process: Any = None,
+                    batch_process: Any = None) -> ChainInput:
+        """Shard files -> records (interleaved) -> parse (+ features from stored waveforms) -> yours.
+
+        Raises:
+          DataError: the shards store other features than `features` asks for, or a shard's
+            size differs from the index (truncated or overwritten), naming the shard.
+        """
+        if read is not None:
+            raise ValueError(f"{self.root}: read= is for files; a shard folder's records are read by "
+                             f"tfpipe (pass process= or batch_process= to work on its examples)")
+        index, where = self.index, os.path.join(self.root, INDEX_NAME)
+        domain = get_domain("audio")
+        config = domain.config(features) if features is not None else domain.config_from_dict(index["features"])
+        _check_version(index, where)
+        for shard, path in zip(index["shards"], self.paths):
+            _check_size(path, shard["bytes"], self.root)  # damage caught before training starts
+        stored = {"store": index["store"], "config": index["features"]}
+        stages = [Stage("parse", _parser(index), batchable=True)]
+        stages += _stored_stages(domain, stored, config, where)
+        stages += [as_stage(fn, name, batchable) for fn, name, batchable in
+                   ((process, "process", False), (batch_process, "batch_process", True)) if fn is not None]
+        counts = tf.constant([s["num_examples"] for s in index["shards"]], tf.int64)
+        files = tf.data.Dataset.from_tensor_slices((list(self.paths), counts))
+        return ChainInput(files, len(self.paths), self.num_examples, tuple(stages), expand=_read_shard,
+                          block_length=_BLOCK_RECORDS)
+
+
+def _stored_stages(domain, stored: dict, config: Any, where: str) -> list:
+    try:
+        return domain.stored_stages(stored, config)
+    except DataError as e:
+        raise DataError(str(e).replace("the shard index", where, 1)) from None
+
+
+def read_folder(root: str) -> Optional[ShardSource]:
+    """The ShardSource of a folder with tfpipe.json (None for other folders)."""
+    index_path = os.path.join(root, INDEX_NAME)
+    if not os.path.exists(index_path):
+        return None
+    try:
+        with open(index_path) as f:
+            index = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        raise DataError(f"{index_path}: unreadable shard index ({e}); rerun tfpipe prepare") from e
+    if index.get("format") != FORMAT:
+        raise DataError(f"{index_path}: not a tfpipe shard index (format={index.get('format')!r})")
+    paths = tuple(os.path.join(root, s["file"]) for s in index["shards"])
+    missing = [p for p in paths if not os.path.isfile(p)]
+    if missing:
+        raise DataError(f"{root}: {len(missing)} shard files listed in {INDEX_NAME} are missing, e.g. "
+                        f"{missing[0]}; rerun the same tfpipe prepare command to finish them")
+    return ShardSource(root, paths, tuple(index["class_names"]), index)
 
 
 def _read_shard(path: tf.Tensor, num_examples: tf.Tensor) -> tf.data.Dataset:
@@ -351,8 +368,8 @@ def _raise_damaged(path: tf.Tensor) -> tf.Tensor:
         return tf.identity(path)
 
 
-def _shard_stages(index: dict, p: PipelineConfig, f: FeatureConfig) -> list:
-    """The map functions after reading: parse (+ features from stored waveforms), fused per fuse_maps."""
+def _parser(index: dict):
+    """Records (one, or a batch) -> ({store: float32 values}, int64 labels)."""
     store, shape = index["store"], tuple(index["shape"])
     dtype = tf.dtypes.as_dtype(index["dtype"])
     spec = {store: tf.io.FixedLenFeature([], tf.string), LABEL_KEY: tf.io.FixedLenFeature([], tf.int64)}
@@ -363,40 +380,24 @@ def _shard_stages(index: dict, p: PipelineConfig, f: FeatureConfig) -> list:
         values = tf.io.decode_raw(parsed[store], dtype, little_endian=True)
         values = tf.reshape(values, tf.concat([tf.shape(records), shape], axis=0))
         values = tf.ensure_shape(values, records.shape.concatenate(shape))
-        return tf.cast(values, tf.float32), parsed[LABEL_KEY]  # float16 on disk, float32 out
+        return {store: tf.cast(values, tf.float32)}, parsed[LABEL_KEY]  # float16 on disk, float32 out
 
-    computes = store == "waveform" and f.output == "log_mel"  # log-mel from stored waveforms
-
-    def featurize(values, labels):
-        if computes:
-            values = audio.compute_features(values, f)
-        return {f.feature_key: values}, labels
-
-    if p.fuse_maps or not computes:
-        return [compose(parse, featurize)]
-    return [parse, featurize]
+    return parse
 
 
-def check_features(source: sources.Source, f: FeatureConfig) -> None:
-    """DataError naming each field where the stored features differ from the requested ones."""
-    index, where = source.index, os.path.join(source.root, INDEX_NAME)
+def _check_version(index: dict, where: str) -> None:
     known = index.get("store") in STORES and index.get("dtype") in DTYPES
     if index.get("version") != VERSION or not known:
         raise DataError(f"{where}: version {index.get('version')!r}, store {index.get('store')!r}, dtype "
                         f"{index.get('dtype')!r} is not a shard format this tfpipe reads (version {VERSION}, "
                         f"store {'/'.join(STORES)}, dtype {'/'.join(DTYPES)}); rerun tfpipe prepare")
-    if index["store"] == "log_mel" and f.output == "waveform":
-        raise DataError(f"{where}: the shards store log-mel features but FeatureConfig.output='waveform' "
-                        f"asks for waveforms; rerun `tfpipe prepare --store waveform` "
-                        f"or ask for output='log_mel'")
-    stored = index["features"]
-    fields = _LOG_MEL_FIELDS if index["store"] == "log_mel" else _WAVEFORM_FIELDS
-    differ = [(k, stored.get(k), getattr(f, k)) for k in fields if stored.get(k) != getattr(f, k)]
-    if differ:
-        listed = ", ".join(f"{k}={have!r} (pipeline asks for {want!r})" for k, have, want in differ)
-        flags = " ".join(f"--{k} {have}" for k, have, _ in differ)
-        raise DataError(f"{where}: the shards were written with {listed}; rerun tfpipe prepare with the "
-                        f"pipeline's values, or pass the shards' values to the pipeline ({flags})")
+
+
+def check_features(source: ShardSource, f: Any) -> None:
+    """DataError naming each field where the stored features differ from the requested ones."""
+    where = os.path.join(source.root, INDEX_NAME)
+    _check_version(source.index, where)
+    _stored_stages(get_domain("audio"), {"store": source.index["store"], "config": source.index["features"]}, f, where)
 
 
 # --- verify --------------------------------------------------------------------------
@@ -418,7 +419,7 @@ class ShardCheck:
     class_counts: tuple[int, ...]
 
 
-def verify_shards(shard_dir: Union[str, sources.Source]) -> list[ShardCheck]:
+def verify_shards(shard_dir: Union[str, ShardSource]) -> list[ShardCheck]:
     """Re-reads every shard: size, sha256, record count, labels, feature sizes, exactly-once paths.
 
     Args:
@@ -427,7 +428,7 @@ def verify_shards(shard_dir: Union[str, sources.Source]) -> list[ShardCheck]:
     Returns:
       One ShardCheck per shard listed in the index, in index order.
     """
-    source = sources.find_examples(shard_dir)
+    source = find(shard_dir)
     index = source.index
     record_bytes = int(np.prod(index["shape"])) * np.dtype(index["dtype"]).itemsize
     seen: set = set()
@@ -469,3 +470,6 @@ def _record_summaries(path: str, store: str):
 
     for labels, lengths, paths in tf.data.TFRecordDataset(path).batch(1024).map(summarize):
         yield labels.numpy(), lengths.numpy(), paths.numpy().tolist()
+
+
+register_folder_reader(read_folder)

@@ -1,0 +1,112 @@
+"""Domain: what a kind of data (audio, images, ...) plugs into the domain-free core.
+
+A domain is found from file extensions (a folder of .wav files is audio, .jpg/.png
+images). It turns a list of files into the cheap per-file table the chain shuffles,
+gives the chain its stages (read, decode, features), featurizes offline for shard
+writers, and builds the serving signature of an exported model. The core calls only
+these methods; a new domain is one new folder under tfpipe/domains/ that registers
+an instance with `tfpipe.core.source.register_domain`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping, Optional, Sequence
+
+from tfpipe.core.stage import Stage
+
+
+@dataclasses.dataclass(frozen=True)
+class Schema:
+    """What one stored example holds: key -> (numpy dtype name, shape). Shapes are fixed."""
+
+    fields: Mapping[str, tuple[str, tuple[int, ...]]]
+
+
+class Offline:
+    """A domain's offline featurizer, used by shard writers in worker processes.
+
+    `load` decodes one file (any format the domain's libraries read) or raises
+    DataError naming it; `featurize` turns a list of loaded values into a dict of
+    numpy arrays with a leading batch axis, matching `schema`.
+    """
+
+    schema: Schema
+
+    def load(self, path: str) -> Any:
+        raise NotImplementedError
+
+    def featurize(self, loaded: Sequence[Any]) -> dict:
+        raise NotImplementedError
+
+    def warm_up(self) -> None:
+        """Runs once per worker process before timing starts (e.g. traces TF functions)."""
+
+    def notes(self) -> dict:
+        """Counts of silent conversions made so far (e.g. {"cropped": 3, "resampled": 2})."""
+        return {}
+
+
+class Domain:
+    """Base class of the built-in domains; see the module docstring.
+
+    Attributes:
+      name: "audio", "image", ...; recorded in shard indexes.
+      extensions: lower-case file suffixes that identify the domain's files.
+      config_class: the frozen config dataclass of its features (FeatureConfig, ImageConfig).
+      kind: short name of its file sources (shown by Source.kind, e.g. "wav").
+    """
+
+    name: str = ""
+    extensions: tuple[str, ...] = ()
+    config_class: type = type(None)
+    kind: str = ""
+
+    def config(self, features: Optional[Any] = None) -> Any:
+        """`features` checked to be this domain's config, or the default one."""
+        if features is None:
+            return self.config_class()
+        if not isinstance(features, self.config_class):
+            raise ValueError(f"features={type(features).__name__}(...) but the data is {self.name} "
+                             f"({', '.join(self.extensions)} files): pass a {self.config_class.__name__}")
+        return features
+
+    def file_table(self, paths: Sequence[str], config: Any) -> Any:
+        """Per-file values the stages start from (a nested structure of equal-length lists).
+
+        Checks every file up front; raises DataError listing every unusable one.
+        """
+        return list(paths)
+
+    def stages(self, config: Any, mode: str) -> list[Stage]:
+        """The map stages from one (file_table element, label) to (features dict, label)."""
+        raise NotImplementedError
+
+    def offline(self, config: Any, store: str) -> Offline:
+        """The featurizer shard writers run; `store` picks what is stored (e.g. log_mel, waveform)."""
+        raise NotImplementedError
+
+    def stores(self) -> tuple[str, ...]:
+        """Values `offline(store=...)` accepts; the first is the default."""
+        raise NotImplementedError
+
+    def stored_stages(self, stored: Mapping[str, Any], config: Any) -> list[Stage]:
+        """Stages after a shard's records are parsed, turning stored values into `config`'s features.
+
+        Args:
+          stored: the shard index's domain entry (its config dict and store).
+          config: the features the pipeline asks for.
+
+        Raises:
+          DataError: the shards cannot give these features (other settings), naming each field.
+        """
+        return []
+
+    def serving_receiver(self, config: Any) -> tuple[dict, dict]:
+        """(receiver tensors, features) for a SavedModel's serving signature (graph mode)."""
+        raise NotImplementedError
+
+    def config_from_dict(self, values: Mapping[str, Any]) -> Any:
+        """The config a shard index recorded."""
+        known = {f.name for f in dataclasses.fields(self.config_class)}
+        return self.config_class(**{k: v for k, v in values.items() if k in known})

@@ -1,0 +1,325 @@
+"""Sources: where examples are, and what the chain starts from.
+
+`find(data)` turns what a user passes (a folder, a CSV, a glob, `(paths, labels)`, a
+list of paths, a shard folder) into a Source. A Source gives the chain a `ChainInput`:
+the cheap per-file table to repeat and shuffle, how to read a file's records if it has
+many (shards), and the map stages. Domains (audio, images) and storage formats (shard
+folders) plug in through the registries here, so this module names none of them.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import glob as glob_lib
+import hashlib
+import importlib
+import os
+from typing import Any, Callable, Optional, Protocol, Sequence, Union
+
+import tensorflow as tf
+
+from tfpipe.core.domain import Domain
+from tfpipe.core.stage import Stage, as_stage
+from tfpipe.errors import DataError
+
+INDEX_NAME = "tfpipe.json"
+MAX_LISTED = 5  # bad files named in one error message
+# Modules that register domains and folder readers when imported (loaded by name: no import cycle).
+_PLUGINS = ("tfpipe.domains.audio", "tfpipe.domains.image", "tfpipe.storage")
+_DOMAINS: dict[str, Domain] = {}
+_FOLDER_READERS: list[Callable[[str], Optional["Source"]]] = []
+_loaded = False
+
+
+def register_domain(domain: Domain) -> Domain:
+    """Makes `domain` findable by its name and file extensions."""
+    _DOMAINS[domain.name] = domain
+    return domain
+
+
+def register_folder_reader(reader: Callable[[str], Optional["Source"]]) -> None:
+    """`reader(folder)` returns a Source for folders it recognizes (e.g. a shard index), else None."""
+    _FOLDER_READERS.append(reader)
+
+
+def _load_plugins() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for name in _PLUGINS:
+            try:
+                importlib.import_module(name)
+            except ModuleNotFoundError as e:
+                if e.name != name:  # a missing dependency, not a missing optional plug-in
+                    raise
+
+
+def domains() -> dict[str, Domain]:
+    """Every registered domain by name."""
+    _load_plugins()
+    return dict(_DOMAINS)
+
+
+def get_domain(name: str) -> Domain:
+    """The domain called `name` ("audio", "image")."""
+    found = domains()
+    if name not in found:
+        raise ValueError(f"domain {name!r}: known domains are {', '.join(sorted(found))}")
+    return found[name]
+
+
+def domain_of(path: str) -> Optional[Domain]:
+    """The domain whose extensions `path` has, or None."""
+    lower = path.lower()
+    return next((d for d in domains().values() if lower.endswith(d.extensions)), None)
+
+
+@dataclasses.dataclass(frozen=True)
+class ChainInput:
+    """What a Source hands the chain.
+
+    Attributes:
+      files: one element per file (cheap values: paths, offsets, labels), in a fixed order.
+      num_files: elements of `files`.
+      num_examples: examples in one epoch (sizes the whole-set shuffle).
+      stages: map stages from an element (after `expand`) to (features, labels).
+      expand: for files of many records (shards): element -> dataset of its records;
+        None when each file is one example.
+      block_length: records the parallel interleave takes from one file at a time.
+    """
+
+    files: tf.data.Dataset
+    num_files: int
+    num_examples: int
+    stages: tuple[Stage, ...]
+    expand: Optional[Callable[..., tf.data.Dataset]] = None
+    block_length: int = 1
+
+
+class Source(Protocol):
+    root: str
+    paths: tuple[str, ...]
+    class_names: tuple[str, ...]
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def num_examples(self) -> int: ...
+
+    def chain_input(self, mode: str, features: Any = None, *, read: Any = None, process: Any = None,
+                    batch_process: Any = None) -> ChainInput: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class FileSource:
+    """One example per file: a class folder, a CSV manifest, a glob, or the user's own list.
+
+    Attributes:
+      root: the folder, CSV or pattern the user named ("" for a plain list).
+      paths: the files, absolute, in label order.
+      labels: label id per file.
+      class_names: label id -> class name.
+      domain: the registered domain the files belong to ("" when none matched).
+    """
+
+    root: str
+    paths: tuple[str, ...]
+    labels: tuple[int, ...]
+    class_names: tuple[str, ...]
+    domain: str = ""
+    index: None = None  # shard folders have one; kept so callers can ask any source
+
+    @property
+    def kind(self) -> str:
+        """The domain's source kind ("wav", "image") or "files"."""
+        return get_domain(self.domain).kind if self.domain else "files"
+
+    @property
+    def num_examples(self) -> int:
+        return len(self.paths)
+
+    def subset(self, keep: Sequence[int]) -> "FileSource":
+        """The same source with only the files at positions `keep` (class names kept)."""
+        return dataclasses.replace(self, paths=tuple(self.paths[i] for i in keep),
+                                   labels=tuple(self.labels[i] for i in keep))
+
+    def split(self, eval_fraction: float) -> tuple["FileSource", "FileSource"]:
+        """(train, eval) by a hash of each file's path, so a file never changes side between runs."""
+        if not 0.0 < eval_fraction < 1.0:
+            raise ValueError(f"eval_fraction={eval_fraction!r}: must be between 0 and 1")
+        is_eval = [_stable_fraction(os.path.relpath(p, folder(self.root))) < eval_fraction for p in self.paths]
+        train = [i for i, e in enumerate(is_eval) if not e]
+        held = [i for i, e in enumerate(is_eval) if e]
+        if not train or not held:
+            raise ValueError(f"{self.root}: {len(self.paths)} files are too few to hold out "
+                             f"{eval_fraction:.0%} for eval; pass --eval_data or add files")
+        return self.subset(train), self.subset(held)
+
+    def chain_input(self, mode: str, features: Any = None, *, read: Any = None, process: Any = None,
+                    batch_process: Any = None) -> ChainInput:
+        """The user's functions over (path, label), or the domain's stages over its checked file table."""
+        labels = tf.constant(self.labels, tf.int64)
+        if read is None and process is None and batch_process is None:
+            if not self.domain:
+                raise ValueError(f"{self.root or 'the files'}: no built-in domain reads these files "
+                                 f"(known: {_known_extensions()}); pass read= and process= functions")
+            domain = get_domain(self.domain)
+            config = domain.config(features)
+            table = domain.file_table(self.paths, config)  # every unusable file is named here
+            stages = tuple(domain.stages(config, mode))
+        else:
+            table = list(self.paths)
+            stages = tuple(as_stage(fn, name, batchable)
+                           for fn, name, batchable in ((read, "read", False), (process, "process", False),
+                                                       (batch_process, "batch_process", True))
+                           if fn is not None)
+        files = tf.data.Dataset.from_tensor_slices((table, labels))
+        return ChainInput(files, len(self.paths), len(self.paths), stages)
+
+
+def find(data: Any) -> Any:
+    """Returns the Source for what the user passed.
+
+    Args:
+      data: a Source; a folder with one subfolder per class; a CSV manifest (path,label);
+        a glob pattern (classes from each file's parent folder); `(paths, labels)`; a list
+        of paths (predict: labels are 0); or a folder another plug-in reads (a shard
+        folder with tfpipe.json).
+
+    Raises:
+      ValueError / DataError: the path is missing, empty or not one of these layouts.
+    """
+    if hasattr(data, "chain_input"):
+        return data
+    if isinstance(data, tuple) and len(data) == 2 and not isinstance(data[0], (str, os.PathLike)):
+        return from_lists(*data)
+    if isinstance(data, (list, tuple)):
+        return from_lists(list(data), [0] * len(data))
+    path = os.fspath(data)
+    if any(c in path for c in "*?[") and not os.path.exists(path):
+        return _glob(path)
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        _load_plugins()
+        for reader in _FOLDER_READERS:
+            found = reader(path)
+            if found is not None:
+                return found
+        return _class_folder(path)
+    if os.path.isfile(path) and path.lower().endswith(".csv"):
+        return _csv_manifest(path)
+    if not os.path.exists(path):
+        raise ValueError(f"{path}: no such file or folder")
+    raise ValueError(f"{path}: expected a folder with one subfolder per class ({_known_extensions()} files), "
+                     f"a CSV manifest (path,label), a glob pattern, or a shard folder with {INDEX_NAME}")
+
+
+def folder(root: str) -> str:
+    """The folder a Source's relative names start from: the root folder, or a CSV's folder."""
+    return root if os.path.isdir(root) else os.path.dirname(root)
+
+
+def from_lists(paths: Sequence[Any], labels: Sequence[Any], root: str = "") -> FileSource:
+    """A FileSource over the user's own paths and labels (int ids, or names sorted into ids)."""
+    paths = [os.fspath(p.decode() if isinstance(p, bytes) else p) for p in paths]
+    labels = list(labels.tolist() if hasattr(labels, "tolist") else labels)
+    if len(paths) != len(labels):
+        raise ValueError(f"{len(paths)} paths but {len(labels)} labels: pass one label per path")
+    if not paths:
+        raise ValueError("no paths given")
+    if all(isinstance(l, (int,)) and not isinstance(l, bool) for l in labels):
+        if min(labels) < 0:
+            raise ValueError(f"label {min(labels)}: label ids must be >= 0")
+        names = tuple(str(i) for i in range(max(labels) + 1))
+        ids = labels
+    else:
+        names = tuple(sorted({str(l) for l in labels}))
+        ids = [names.index(str(l)) for l in labels]
+    kinds = {d.name if d else "" for d in map(domain_of, paths)}
+    return FileSource(root, tuple(paths), tuple(int(i) for i in ids), names, kinds.pop() if len(kinds) == 1 else "")
+
+
+def _known_extensions() -> str:
+    return ", ".join(e for d in domains().values() for e in d.extensions)
+
+
+def _stable_fraction(key: str) -> float:
+    """A number in [0, 1) fixed by `key` across runs and machines."""
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2.0 ** 64
+
+
+def _class_folder(root: str) -> FileSource:
+    """One subfolder per class; the domain is the one whose files the folder holds."""
+    by_domain: dict[str, dict[str, list[str]]] = {}
+    stray = []
+    for name in sorted(os.listdir(root)):
+        class_dir = os.path.join(root, name)
+        if not os.path.isdir(class_dir):
+            if domain_of(name):
+                stray.append(class_dir)
+            continue
+        for d, _, fs in sorted(os.walk(class_dir)):
+            for f in sorted(fs):
+                domain = domain_of(f)
+                if domain:
+                    by_domain.setdefault(domain.name, {}).setdefault(name, []).append(os.path.join(d, f))
+    if stray:
+        raise ValueError(f"{root}: {stray[0]} is not inside a class folder; put each file under {root}/<class_name>/")
+    if len(by_domain) > 1:
+        counts = ", ".join(f"{sum(map(len, c.values()))} {n}" for n, c in sorted(by_domain.items()))
+        raise ValueError(f"{root}: files of several domains ({counts}); keep one kind of file per folder")
+    if not by_domain:
+        raise ValueError(f"{root}: no {_known_extensions()} files found; expected one subfolder per class")
+    domain, files_by_class = next(iter(by_domain.items()))
+    return _labelled(root, {c: sorted(f) for c, f in files_by_class.items()}, domain)
+
+
+def _glob(pattern: str) -> FileSource:
+    """Files matching a pattern; each one's class is its parent folder's name."""
+    paths = sorted(os.path.abspath(p) for p in glob_lib.glob(pattern, recursive=True) if os.path.isfile(p))
+    if not paths:
+        raise ValueError(f"{pattern}: the pattern matches no files")
+    files_by_class: dict[str, list[str]] = {}
+    for p in paths:
+        files_by_class.setdefault(os.path.basename(os.path.dirname(p)), []).append(p)
+    kinds = {d.name if d else "" for d in map(domain_of, paths)}
+    return _labelled(pattern, dict(sorted(files_by_class.items())), kinds.pop() if len(kinds) == 1 else "",
+                     min_classes=1)
+
+
+def _csv_manifest(csv_path: str) -> FileSource:
+    base = os.path.dirname(csv_path)
+    with open(csv_path, newline="") as f:
+        reader = csv.DictReader(f)
+        columns = reader.fieldnames or []
+        if sorted(columns) != ["label", "path"]:
+            unknown = sorted(set(columns) - {"path", "label"})
+            raise ValueError(f"{csv_path}: columns {columns} but a manifest has exactly 'path,label'"
+                             + (f"; unknown columns {unknown}" if unknown else ""))
+        rows = [(os.path.normpath(os.path.join(base, r["path"])), r["label"]) for r in reader]
+    missing = [p for p, _ in rows if not os.path.isfile(p)]
+    if missing:
+        raise DataError(f"{csv_path}: {len(missing)} listed files do not exist, e.g. "
+                        f"{', '.join(missing[:MAX_LISTED])}; relative paths resolve against the CSV's folder")
+    files_by_class: dict[str, list[str]] = {}
+    for path, label in rows:
+        files_by_class.setdefault(label, []).append(path)
+    kinds = {d.name if d else "" for d in (domain_of(p) for p, _ in rows)}
+    return _labelled(csv_path, dict(sorted(files_by_class.items())), kinds.pop() if len(kinds) == 1 else "")
+
+
+def _labelled(root: str, files_by_class: dict, domain: str, min_classes: int = 2) -> FileSource:
+    if not files_by_class:
+        raise ValueError(f"{root}: no files found; expected one subfolder (or CSV label) per class")
+    if len(files_by_class) < min_classes:
+        only = next(iter(files_by_class))
+        raise ValueError(f"{root}: only one class ({only!r}); a classifier needs at least two")
+    names = tuple(files_by_class)
+    paths = tuple(p for c in names for p in files_by_class[c])
+    labels = tuple(i for i, c in enumerate(names) for _ in files_by_class[c])
+    return FileSource(root, paths, labels, names, domain)
+
+
+Data = Union[str, os.PathLike, Any]

@@ -1,0 +1,137 @@
+"""The online wav check: every header is read once, up front, before training starts.
+
+The online path decodes 16-bit PCM mono at the configured rate with one
+`tf.io.decode_raw` per batch; this scan finds each file's samples (offset, size) and
+names every file that path cannot read, with the fix that applies to it.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import os
+import stat
+import struct
+from typing import Sequence
+
+from tfpipe.domains.audio.config import FeatureConfig
+from tfpipe.errors import DataError
+
+_MAX_LISTED = 5  # bad files named in one error message
+_PCM = 1
+_EXTENSIBLE = 0xFFFE
+_STREAMED_SIZES = (0, 0xFFFFFFFF)  # "length unknown" markers written by streaming recorders
+
+
+@dataclasses.dataclass(frozen=True)
+class WavLayout:
+    """Where the 16-bit PCM samples of each wav file are: byte offset and byte count."""
+
+    offsets: tuple[int, ...]
+    sizes: tuple[int, ...]
+
+
+class _Unusable(DataError):
+    """One file's problem; `fixable` is what `tfpipe prepare` could convert ("" if it can't)."""
+
+    def __init__(self, path: str, reason: str, *, rate: int = 0, convertible: bool = False):
+        super().__init__(f"{path}: {reason}")
+        self.rate, self.convertible = rate, convertible
+
+
+def scan_wavs(paths: Sequence[str], features: FeatureConfig) -> WavLayout:
+    """Checks that each wav is 16-bit PCM mono at features.sample_rate; finds its samples.
+
+    Raises:
+      DataError: naming every unusable file (the first few, and how many more), what was
+        found, and the fix for that kind of problem.
+    """
+    offsets, sizes, bad = [], [], []
+    for path in paths:
+        try:
+            offset, size = _pcm16_data(path, features.sample_rate)
+        except _Unusable as e:
+            bad.append(e)
+            offset = size = 0
+        offsets.append(offset)
+        sizes.append(size)
+    if bad:
+        listed = "\n  ".join(str(e) for e in bad[:_MAX_LISTED])
+        more = f"\n  ... and {len(bad) - _MAX_LISTED} more" if len(bad) > _MAX_LISTED else ""
+        raise DataError(f"{len(bad)} of {len(paths)} wav files cannot be read by the online pipeline, "
+                        f"which needs 16-bit PCM mono at {features.sample_rate} Hz:\n  {listed}{more}\n"
+                        f"Fix: {_fix(bad, paths, features)}")
+    return WavLayout(tuple(offsets), tuple(sizes))
+
+
+def _fix(bad: Sequence[_Unusable], paths: Sequence[str], features: FeatureConfig) -> str:
+    """The advice that applies to these problems, with the user's real folder in it."""
+    rates = collections.Counter(e.rate for e in bad if e.rate)
+    if len(bad) == len(paths) and len(rates) == 1 and sum(rates.values()) == len(bad):
+        rate = next(iter(rates))  # every file is fine, just at another rate: read them at that rate
+        return (f"every file is 16-bit PCM mono at {rate} Hz: pass --sample_rate {rate} "
+                f"(FeatureConfig(sample_rate={rate})) to read them as they are")
+    folder = os.path.commonpath([os.path.dirname(p) for p in paths]) if paths else "DATA"
+    advice = []
+    if any(e.convertible for e in bad):
+        advice.append(f"convert with `tfpipe prepare --input {folder} --output SHARDS "
+                      f"--sample_rate {features.sample_rate}` (any rate, width, channels) and train on SHARDS")
+    if any(not e.convertible for e in bad):
+        advice.append("remove or replace the files that are empty, truncated or not audio "
+                      "(prepare --on_error=skip lists them instead)")
+    return "; ".join(advice)
+
+
+def _pcm16_data(path: str, sample_rate: int) -> tuple[int, int]:
+    """(offset, size) of the data chunk of a 16-bit PCM mono wav at `sample_rate`."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or device would block the scan forever
+            raise _Unusable(path, "not a regular file (a pipe, device or socket)")
+        with open(path, "rb") as f:
+            riff = f.read(12)
+            if len(riff) < 12 or riff[:4] != b"RIFF" or riff[8:12] != b"WAVE":
+                raise _Unusable(path, "not a RIFF/WAVE file" + (" (empty file)" if not riff else ""))
+            fmt = None
+            while True:
+                head = f.read(8)
+                if len(head) < 8:
+                    raise _Unusable(path, "truncated, no data chunk found")
+                chunk_id, chunk_size = head[:4], struct.unpack("<I", head[4:])[0]
+                if chunk_id == b"fmt ":
+                    fmt = f.read(chunk_size + chunk_size % 2)
+                elif chunk_id == b"data":
+                    if fmt is None:
+                        raise _Unusable(path, "data chunk before fmt chunk")
+                    _check_format(path, fmt, sample_rate)
+                    offset = f.tell()
+                    available = os.fstat(f.fileno()).st_size - offset
+                    if chunk_size > available and chunk_size not in _STREAMED_SIZES:
+                        raise _Unusable(path, f"truncated: the header promises {chunk_size} bytes of samples "
+                                              f"but the file holds {available}; copy or export it again")
+                    size = min(chunk_size if chunk_size not in _STREAMED_SIZES else available, available) // 2 * 2
+                    if size == 0:
+                        raise _Unusable(path, "empty (no samples)")
+                    return offset, size
+                else:
+                    f.seek(chunk_size + chunk_size % 2, os.SEEK_CUR)
+    except OSError as e:
+        raise _Unusable(path, f"unreadable ({e.strerror or e})") from e
+
+
+def _check_format(path: str, fmt: bytes, sample_rate: int) -> None:
+    if len(fmt) < 16:
+        raise _Unusable(path, "malformed fmt chunk")
+    tag, channels, rate, _, _, bits = struct.unpack("<HHIIHH", fmt[:16])
+    if tag == _EXTENSIBLE and len(fmt) >= 26:
+        tag = struct.unpack("<H", fmt[24:26])[0]
+    kind = {1: "PCM", 3: "float"}.get(tag, f"format tag {tag:#x}")
+    found = []
+    if tag != _PCM or bits != 16:
+        found.append(f"{bits}-bit {kind}, not 16-bit PCM")
+    if channels != 1:
+        found.append(f"{channels} channels, not mono")
+    if rate != sample_rate:
+        found.append(f"sample rate {rate} Hz, expected {sample_rate} Hz")
+    if found:
+        only_rate = len(found) == 1 and rate != sample_rate
+        raise _Unusable(path, "; ".join(found), rate=rate if only_rate else 0, convertible=True)
