@@ -4,4 +4,4 @@ from tfpipe.core.chain import (AUTOTUNE, EVAL, PREDICT, TRAIN, apply_maps, build
                                dataset_ops, normalize_mode, shard_for_input_context)
 from tfpipe.core.source import Data  # noqa: F401
 from tfpipe.core.stage import compose  # noqa: F401
-from tfpipe.domains.audio.domain import wav_stage_fns  # noqa: F401
+from tfpipe.domains.audio.domain import wav_file_table, wav_stage_fns  # noqa: F401

@@ -101,3 +101,9 @@ def check_stored(stored: Mapping[str, Any], f: FeatureConfig, where: str = "the 
         flags = " ".join(f"--{k} {h}" for k, h, _ in differ)
         raise DataError(f"{where}: the shards were written with {listed}; rerun tfpipe prepare with the "
                         f"pipeline's values, or pass the shards' values to the pipeline ({flags})")
+
+
+def wav_file_table(source: Any, f: FeatureConfig) -> tf.data.Dataset:
+    """((path, data offset, data size), label) per wav file of a FileSource; bad files fail here, by name."""
+    table = AudioDomain().file_table(source.paths, f)
+    return tf.data.Dataset.from_tensor_slices((tuple(table), tf.constant(source.labels, tf.int64)))
