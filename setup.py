@@ -5,7 +5,7 @@ from setuptools import find_packages, setup
 setup(
     name="tfpipe",
     version="0.1.0",
-    description="Fast, measured tf.data input pipelines for Estimator and Keras (audio first).",
+    description="Fast, measured tf.data input pipelines for any files and functions, Estimator and Keras.",
     long_description=open("README.md").read() if __import__("os").path.exists("README.md") else "",
     long_description_content_type="text/markdown",
     python_requires=">=3.9,<3.12",  # TensorFlow 2.15, the last release with tf.estimator
@@ -19,6 +19,11 @@ setup(
         "absl-py>=1.0",
         "tqdm>=4.60",
         "matplotlib>=3.5",
+        "pillow>=10,<13",  # image domain (apache-beam 2.77 needs <13)
+        "apache-beam>=2.70,<2.80",  # tfpipe prepare --runner=beam (DirectRunner here, any runner on a cluster)
+        "google-crc32c>=1.5",  # TFRecord CRCs without TensorFlow in Beam workers
+        "protobuf>=4.25,<5",  # TensorFlow 2.15 needs protobuf<5; apache-beam accepts it
+        "proto-plus>=1.22,<1.27",  # newer proto-plus requires protobuf 6, which breaks TensorFlow 2.15
     ],
     extras_require={"test": ["pytest>=7", "pytest-timeout>=2"]},
     entry_points={"console_scripts": ["tfpipe=tfpipe.cli:main"]},
