@@ -170,7 +170,7 @@ class FileSource:
             table = domain.file_table(self.paths, config)  # every unusable file is named here
             stages = tuple(domain.stages(config, mode))
         else:
-            table = list(self.paths)
+            table = tf_paths(self.paths)
             stages = tuple(as_stage(fn, name, batchable)
                            for fn, name, batchable in ((read, "read", False), (process, "process", False),
                                                        (batch_process, "batch_process", True))
@@ -216,6 +216,11 @@ def find(data: Any) -> Any:
                      f"a CSV manifest (path,label), a glob pattern, or a shard folder with {INDEX_NAME}")
 
 
+def tf_paths(paths: Sequence[str]) -> list[bytes]:
+    """Paths as the bytes the OS uses, so a file name that is not UTF-8 still reaches tf.io.read_file."""
+    return [os.fsencode(p) for p in paths]
+
+
 def folder(root: str) -> str:
     """The folder a Source's relative names start from: the root folder, or a CSV's folder."""
     return root if os.path.isdir(root) else os.path.dirname(root)
@@ -251,16 +256,24 @@ def _stable_fraction(key: str) -> float:
 
 
 def _class_folder(root: str) -> FileSource:
-    """One subfolder per class; the domain is the one whose files the folder holds."""
+    """One subfolder per class; the domain is the one whose files the folder holds.
+
+    Every visible subfolder is a class, an empty one too: dropping it would shift the label
+    ids of the classes after it, so a train and an eval folder would disagree.
+    """
     by_domain: dict[str, dict[str, list[str]]] = {}
-    stray = []
+    classes, stray = [], []
     for name in sorted(os.listdir(root)):
         class_dir = os.path.join(root, name)
         if not os.path.isdir(class_dir):
             if domain_of(name):
                 stray.append(class_dir)
             continue
-        for d, _, fs in sorted(os.walk(class_dir)):
+        if name.startswith("."):  # .ipynb_checkpoints, .git, tfpipe's own work folders
+            continue
+        classes.append(name)
+        for d, subdirs, fs in sorted(os.walk(class_dir)):
+            subdirs[:] = sorted(s for s in subdirs if not s.startswith("."))
             for f in sorted(fs):
                 domain = domain_of(f)
                 if domain:
@@ -273,7 +286,7 @@ def _class_folder(root: str) -> FileSource:
     if not by_domain:
         raise ValueError(f"{root}: no {_known_extensions()} files found; expected one subfolder per class")
     domain, files_by_class = next(iter(by_domain.items()))
-    return _labelled(root, {c: sorted(f) for c, f in files_by_class.items()}, domain)
+    return _labelled(root, {c: sorted(files_by_class.get(c, [])) for c in classes}, domain)
 
 
 def _glob(pattern: str) -> FileSource:
@@ -291,14 +304,26 @@ def _glob(pattern: str) -> FileSource:
 
 def _csv_manifest(csv_path: str) -> FileSource:
     base = os.path.dirname(csv_path)
-    with open(csv_path, newline="") as f:
-        reader = csv.DictReader(f)
-        columns = reader.fieldnames or []
-        if sorted(columns) != ["label", "path"]:
-            unknown = sorted(set(columns) - {"path", "label"})
-            raise ValueError(f"{csv_path}: columns {columns} but a manifest has exactly 'path,label'"
-                             + (f"; unknown columns {unknown}" if unknown else ""))
-        rows = [(os.path.normpath(os.path.join(base, r["path"])), r["label"]) for r in reader]
+    try:
+        with open(csv_path, newline="", encoding="utf-8-sig") as f:  # -sig: a BOM is not part of 'path'
+            reader = csv.DictReader(f)
+            columns = reader.fieldnames or []
+            if sorted(columns) != ["label", "path"]:
+                unknown = sorted(set(columns) - {"path", "label"})
+                raise ValueError(f"{csv_path}: columns {columns} but a manifest has exactly 'path,label'"
+                                 + (f"; unknown columns {unknown}" if unknown else ""))
+            rows, incomplete = [], []
+            for line, r in enumerate(reader, start=2):
+                if not r["path"] or r["label"] in (None, ""):
+                    incomplete.append(line)
+                else:
+                    rows.append((os.path.normpath(os.path.join(base, r["path"])), r["label"]))
+    except UnicodeDecodeError as e:
+        raise DataError(f"{csv_path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}); "
+                        f"save the manifest as UTF-8") from None
+    if incomplete:
+        raise DataError(f"{csv_path}: {len(incomplete)} rows lack a path or a label (lines "
+                        f"{', '.join(map(str, incomplete[:MAX_LISTED]))}); every row needs both")
     missing = [p for p, _ in rows if not os.path.isfile(p)]
     if missing:
         raise DataError(f"{csv_path}: {len(missing)} listed files do not exist, e.g. "
@@ -311,10 +336,11 @@ def _csv_manifest(csv_path: str) -> FileSource:
 
 
 def _labelled(root: str, files_by_class: dict, domain: str, min_classes: int = 2) -> FileSource:
-    if not files_by_class:
+    filled = [c for c, files in files_by_class.items() if files]
+    if not filled:
         raise ValueError(f"{root}: no files found; expected one subfolder (or CSV label) per class")
-    if len(files_by_class) < min_classes:
-        only = next(iter(files_by_class))
+    if len(filled) < min_classes:
+        only = filled[0]
         raise ValueError(f"{root}: only one class ({only!r}); a classifier needs at least two")
     names = tuple(files_by_class)
     paths = tuple(p for c in names for p in files_by_class[c])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from typing import Any, Callable, Sequence
 
 import tensorflow as tf
@@ -85,13 +86,16 @@ def python_fn(fn: Callable[..., Any], output_signature: Any, *, name: str = "") 
         raise ValueError(f"python_fn({getattr(fn, '__name__', fn)!r}): output_signature must be a "
                          f"tf.TensorSpec or a nested structure of them, got {output_signature!r}")
 
+    # An op name must start with a letter or digit: "_read_wav" -> "read_wav".
+    op_name = re.sub(r"[^A-Za-z0-9_.]", "_", name or getattr(fn, "__name__", "python_fn")).lstrip("_.") or "python_fn"
+
     def flat_fn(*args):
         return [_as_array(v, s) for v, s in zip(tf.nest.flatten(fn(*args)), specs, strict=True)]
 
     @functools.wraps(fn)
     def wrapped(*args):
         flat = tf.numpy_function(flat_fn, list(args), [s.dtype for s in specs], stateful=False,
-                                 name=name or getattr(fn, "__name__", "python_fn"))
+                                 name=op_name)
         flat = [tf.ensure_shape(t, s.shape) for t, s in zip(flat, specs)]
         return tf.nest.pack_sequence_as(output_signature, flat)
 

@@ -8,6 +8,7 @@ from typing import Any, Mapping, Sequence
 import tensorflow as tf
 
 from tfpipe.core.domain import Domain
+from tfpipe.core.source import tf_paths
 from tfpipe.core.stage import Stage
 from tfpipe.domains.audio import ops, scan
 from tfpipe.domains.audio.config import FeatureConfig
@@ -48,7 +49,7 @@ class AudioDomain(Domain):
 
     def file_table(self, paths: Sequence[str], config: FeatureConfig) -> Any:
         layout = scan.scan_wavs(paths, config)  # every unusable file is named here, before training
-        return (list(paths), list(layout.offsets), list(layout.sizes))
+        return (tf_paths(paths), list(layout.offsets), list(layout.sizes))
 
     def stages(self, config: FeatureConfig, mode: str) -> list[Stage]:
         read, decode, featurize = wav_stage_fns(config)
