@@ -52,3 +52,52 @@ def test_flags_round_trip_into_configs():
 def test_bad_values_are_rejected_at_parse_time(args, message):
     with pytest.raises(flags.Error, match=message):
         _parse(*args)
+
+
+def _help(values, name):
+    """One flag's help line as --help shows it."""
+    return values[name].help
+
+
+def test_help_shows_the_value_an_unset_flag_keeps():
+    values = _parse()
+    assert "(default: 64; PipelineConfig.batch_size)" in _help(values, "batch_size")
+    assert "default: true; naive preset: false; PipelineConfig.prefetch" in _help(values, "prefetch")
+    assert "default: 1024; naive preset: 0;" in _help(values, "shuffle_buffer")
+    assert "default: false; PipelineConfig.prefetch_to_device" in _help(values, "prefetch_to_device")
+    assert "default: 16000; FeatureConfig.sample_rate" in _help(values, "sample_rate")
+    assert "default: 64; FeatureConfig.n_mels" in _help(values, "n_mels")
+    assert "default: 'log_mel'; FeatureConfig.output" in _help(values, "features")
+    assert _help(values, "seed").endswith("(unset: new order each run). (PipelineConfig.seed)")  # None: said once
+    # The absl default stays None: an unset flag is told apart from one set to the preset's value.
+    assert values["prefetch"].value is None and values["batch_size"].value is None
+    full = values.module_help(tfpipe_flags.__name__)
+    assert "--[no]prefetch:" in full and "naive preset: false" in full
+
+
+def test_the_feature_choice_is_features_and_output_stays_its_alias():
+    for args in (["--features=waveform"], ["--output=waveform"], ["--output", "waveform"]):
+        values = _parse(*args)
+        assert tfpipe_flags.feature_config(values) == FeatureConfig(output="waveform"), args
+        assert tfpipe_flags.set_fields(FeatureConfig, values) == {"output": "waveform"}
+    assert tfpipe_flags.flag_name(FeatureConfig, "output") == "features"
+    assert tfpipe_flags.flag_name(PipelineConfig, "batch_size") == "batch_size"
+    with pytest.raises(flags.Error, match=r"--features=foo: value should be one of <log_mel\|waveform>"):
+        _parse("--output=foo")
+
+
+def test_a_binary_with_its_own_output_flag_keeps_it():
+    # `tfpipe prepare` style: --output is a folder; --features is still the feature choice, no alias.
+    values = flags.FlagValues()
+    flags.DEFINE_string("output", None, "Folder.", flag_values=values)
+    tfpipe_flags.define_config_flags(FeatureConfig, values)
+    values(["prog", "--output=/tmp/shards", "--features=waveform", "--n_mels=40"])
+    assert values["output"].value == "/tmp/shards"
+    assert tfpipe_flags.feature_config(values) == FeatureConfig(output="waveform", n_mels=40)
+    # Excluding the field leaves neither --features nor a feature meaning for --output.
+    values = flags.FlagValues()
+    flags.DEFINE_string("output", None, "Folder.", flag_values=values)
+    tfpipe_flags.define_config_flags(FeatureConfig, values, exclude=("output",))
+    values(["prog", "--output=/tmp/shards"])
+    assert "features" not in values
+    assert tfpipe_flags.feature_config(values, exclude=("output",)) == FeatureConfig()

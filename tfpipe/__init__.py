@@ -26,6 +26,7 @@ _EXPORTS = {
     "plan_shards": "tfpipe.shards",
     "merge_index": "tfpipe.shards",
     "verify_shards": "tfpipe.shards",
+    "quiet": "tfpipe.logs",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import sys
 from typing import Sequence
 
 from absl import flags
 
-from tfpipe.cli import fail
+from tfpipe.cli import fail, usage_error
 
 FLAGS = flags.FLAGS
 
@@ -34,13 +33,13 @@ def run_synth(argv: Sequence[str]) -> None:
     from tfpipe import synthetic
 
     if argv:
-        sys.exit(f"tfpipe synth: unexpected arguments {' '.join(argv)}; pass --output DIR [--per_class N]")
+        usage_error(f"unexpected arguments {' '.join(argv)}; pass --output DIR [--per_class N]")
     try:
         source = synthetic.write_corpus(FLAGS.output, per_class=FLAGS.per_class,
                                         sample_rate=FLAGS.sample_rate, clip_seconds=FLAGS.clip_seconds,
                                         seed=FLAGS.seed)
     except ValueError as e:
-        sys.exit(f"tfpipe synth: {e}")
+        fail(str(e))
     print(f"{source.num_examples} clips ({len(source.class_names)} classes x {FLAGS.per_class}: "
           f"{', '.join(source.class_names)}), 16-bit PCM mono at {FLAGS.sample_rate} Hz, in {source.root}")
     print(f"train on it: python -m estimator_demo --data {source.root}   or shard it: "

@@ -1,0 +1,143 @@
+"""The `tfpipe` command line as a user meets it: usage, flag errors, help, quiet logs (real subprocesses)."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# A TensorFlow C++ log line: "2026-11-23 03:35:03.128254: I tensorflow/core/util/port.cc:113] ..."
+_CPP_LOG = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] ", re.M)
+
+
+def _env(**extra):
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **extra}
+    return {k: v for k, v in env.items() if v is not None}
+
+
+def _tfpipe(*args, **env):
+    return subprocess.run([sys.executable, "-m", "tfpipe.cli", *args], capture_output=True, text=True,
+                          timeout=120, env=_env(**env), cwd=ROOT)
+
+
+def _one_error_line(run, prog):
+    """The run failed with exit 2 and exactly one 'PROG: error: ...; see PROG --help' line."""
+    assert run.returncode == 2, (run.returncode, run.stderr)
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1, run.stderr
+    assert lines[0].startswith(f"{prog}: error: ") and lines[0].endswith(f"; see {prog} --help"), lines[0]
+    assert "FATAL" not in run.stderr and "Traceback" not in run.stderr
+    return lines[0]
+
+
+def test_bare_tfpipe_prints_usage_to_stderr_and_exits_2():
+    run = _tfpipe()
+    assert run.returncode == 2
+    assert run.stdout == "" and run.stderr.startswith("usage: tfpipe SUBCOMMAND")
+    for command in ("synth", "prepare", "inspect", "bench", "serve"):
+        assert f"  {command} " in run.stderr
+
+
+def test_help_exits_0_with_usage_on_stdout():
+    run = _tfpipe("--help")
+    assert run.returncode == 0 and run.stdout.startswith("usage: tfpipe SUBCOMMAND")
+
+
+def test_unknown_subcommand_is_one_line_and_usage():
+    run = _tfpipe("trian")
+    assert run.returncode == 2
+    first, rest = run.stderr.split("\n", 1)
+    assert first == "tfpipe: error: unknown subcommand 'trian' (one of synth, prepare, inspect, bench, serve)"
+    assert "usage: tfpipe SUBCOMMAND" in rest
+
+
+@pytest.mark.parametrize("args, prog, message", [
+    (["synth"], "tfpipe synth",
+     r"--output is required: folder to write the corpus to \(one subfolder per class\)"),
+    (["prepare", "--input", "wavs"], "tfpipe prepare", r"--output is required: shard folder to write"),
+    (["bench", "--batch_size", "0"], "tfpipe bench", r"--batch_size=0: 0 is not an integer in the range \[1, "),
+    (["bench", "--batch_sise=3"], "tfpipe bench", r"unknown flag --batch_sise \(did you mean --batch_size\?\)"),
+    (["bench", "--output", "foo"], "tfpipe bench",
+     r"--output=foo: value should be one of <log_mel\|waveform> \(--output is the old name of --features\)"),
+    (["serve", "bench", "--fmax", "9000"], "tfpipe serve",
+     r"FeatureConfig\.fmax=9000\.0: must be in \(0\.0, 8000\.0\] .*\(from --fmax=9000\.0\)"),
+    (["synth", "--output", "x", "extra"], "tfpipe synth", r"unexpected arguments extra"),
+])
+def test_a_bad_command_line_is_one_clean_line_and_exit_2(args, prog, message):
+    line = _one_error_line(_tfpipe(*args), prog)
+    assert re.search(f"{prog}: error: {message}", line), line
+
+
+def test_help_shows_defaults_and_the_features_flag():
+    bench = _tfpipe("bench", "--help")
+    assert bench.returncode == 0, bench.stderr
+    text = re.sub(r"\s+", " ", bench.stdout)  # absl wraps help lines
+    assert "--batch_size: Examples per batch. (default: 64; PipelineConfig.batch_size)" in text
+    assert "--[no]prefetch: prefetch(AUTOTUNE) at the end of the chain. (default: true; naive preset: false;" in text
+    assert "--sample_rate: Sample rate in Hz. (default: 16000;" in text
+    assert "--n_mels: Number of mel bands. (default: 64;" in text
+    assert "--features: <log_mel|waveform>:" in text and "--output: Alias for --features." in text
+    assert "unset: the preset's value" not in text
+    prepare = _tfpipe("prepare", "--help")  # --output is the folder there, --store picks the features
+    assert prepare.returncode == 0, prepare.stderr
+    assert "--output: Shard folder to write" in prepare.stdout and "--features" not in prepare.stdout
+
+
+def test_a_bench_run_takes_the_old_feature_flag_name(tmp_path):
+    # --output=waveform (alias of --features) reaches the config: a 1-batch waveform bench on 8 clips.
+    corpus, out = str(tmp_path / "c"), tmp_path / "bench.json"
+    assert _tfpipe("synth", "--output", corpus, "--per_class", "1").returncode == 0
+    run = _tfpipe("bench", "--data", corpus, "--variants", "optimized", "--output=waveform", "--batch_size", "4",
+                  "--batches", "1", "--warmup", "0", "--repeats", "1", "--nostages", "--noprogress",
+                  "--json", str(out))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert '"output": "waveform"' in out.read_text()
+
+
+def test_estimator_demo_help_still_works():
+    run = subprocess.run([sys.executable, "-m", "estimator_demo", "--help"], capture_output=True, text=True,
+                         timeout=120, env=_env(), cwd=ROOT)
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]  # absl's --help exits 1 by design
+    assert "--features: <log_mel|waveform>" in run.stdout and "--output: Alias for --features." in run.stdout
+
+
+# --- tfpipe.quiet: TensorFlow's start-up noise in a user's own script -------------------------
+
+_SCRIPT = """
+import tfpipe
+{quiet}
+import tensorflow as tf
+tf.constant(1)
+tf.get_logger().warning("python-side tensorflow warning")
+"""
+
+
+@pytest.mark.parametrize("quiet", [True, False])
+def test_quiet_hides_tensorflow_start_up_logs_in_a_user_script(tmp_path, quiet):
+    script = tmp_path / "train.py"
+    script.write_text(_SCRIPT.format(quiet="tfpipe.quiet()" if quiet else ""))
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                         env=_env(TF_CPP_MIN_LOG_LEVEL=None), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    if quiet:
+        assert not _CPP_LOG.search(run.stderr), run.stderr
+        assert "python-side tensorflow warning" not in run.stderr
+    else:  # the noise the user would otherwise see, e.g. oneDNN and "Unable to register cuDNN factory"
+        assert _CPP_LOG.search(run.stderr), run.stderr
+        assert "python-side tensorflow warning" in run.stderr
+
+
+def test_quiet_leaves_a_users_log_level_alone_and_checks_its_argument():
+    code = ("import os, logging, tfpipe; tfpipe.quiet(); "
+            "print(os.environ['TF_CPP_MIN_LOG_LEVEL'], logging.getLogger('tensorflow').level)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=_env(TF_CPP_MIN_LOG_LEVEL="0"))
+    assert run.stdout.split() == ["0", "0"], run.stderr  # TF_CPP_MIN_LOG_LEVEL=0: the user wants every line
+    run = subprocess.run([sys.executable, "-c", code.replace("quiet()", "quiet(level=2)")], capture_output=True,
+                         text=True, timeout=60, env=_env(TF_CPP_MIN_LOG_LEVEL=None))
+    assert run.stdout.split() == ["2", str(40)], run.stderr  # ERROR
+    bad = subprocess.run([sys.executable, "-c", "import tfpipe; tfpipe.quiet(level=5)"], capture_output=True,
+                         text=True, timeout=60, env=_env())
+    assert bad.returncode != 0 and "TF_CPP_MIN_LOG_LEVEL must be 0, 1, 2 or 3" in bad.stderr
