@@ -16,9 +16,9 @@ from tfpipe.errors import DataError
 
 def test_folder_classes_are_sorted_subfolders(tmp_path):
     root = make_corpus(tmp_path / "d", classes=("zebra", "ant", "mole"), per_class=2)
-    os.makedirs(tmp_path / "d" / "empty")
+    os.makedirs(tmp_path / "d" / "empty")  # still a class: dropping it would shift zebra's id
     src = sources.find_examples(root)
-    assert src.kind == "wav" and src.class_names == ("ant", "mole", "zebra")
+    assert src.kind == "wav" and src.class_names == ("ant", "empty", "mole", "zebra")
     assert len(src.paths) == 6 and src.num_examples == 6
     for path, label in zip(src.paths, src.labels):
         assert os.path.basename(os.path.dirname(path)) == src.class_names[label]
@@ -151,3 +151,25 @@ def test_truncated_wav_and_fifo_are_refused_online_not_padded_or_hung(tmp_path):
         sources.scan_wavs([good, cut, fifo], FeatureConfig())
     assert re.search(r"cut.wav: truncated: the header promises \d+ bytes of samples but the file holds 1956", str(e.value))
     assert "pipe.wav: not a regular file" in str(e.value)
+
+
+def test_csv_with_bom_is_read_and_broken_csvs_name_the_problem(tmp_path):
+    make_corpus(tmp_path, classes=("a", "b"), per_class=1)
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbfpath,label\na/a000.wav,x\nb/b000.wav,y\n")
+    assert sources.find_examples(str(tmp_path / "bom.csv")).class_names == ("x", "y")
+    (tmp_path / "latin.csv").write_bytes("path,label\na/a000.wav,caf\xe9\nb/b000.wav,y\n".encode("latin-1"))
+    with pytest.raises(DataError, match=r"latin.csv: not UTF-8 text \(byte 0xe9 at offset \d+\); save the manifest as UTF-8"):
+        sources.find_examples(str(tmp_path / "latin.csv"))
+    (tmp_path / "short.csv").write_text("path,label\na/a000.wav,x\nb/b000.wav\n")
+    with pytest.raises(DataError, match=r"short.csv: 1 rows lack a path or a label \(lines 3\)"):
+        sources.find_examples(str(tmp_path / "short.csv"))
+
+
+def test_an_empty_class_folder_keeps_its_label_id(tmp_path):
+    make_corpus(tmp_path / "train", classes=("a", "b", "c"), per_class=1)
+    make_corpus(tmp_path / "eval", classes=("a", "c"), per_class=1)
+    os.makedirs(tmp_path / "eval" / "b")  # no eval files for b: c must still be label 2
+    os.makedirs(tmp_path / "eval" / ".ipynb_checkpoints")  # hidden folders are not classes
+    train, held = (sources.find_examples(str(tmp_path / d)) for d in ("train", "eval"))
+    assert train.class_names == held.class_names == ("a", "b", "c")
+    assert held.labels == (0, 2)
