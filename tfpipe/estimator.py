@@ -16,31 +16,53 @@ from tfpipe.core.source import Data, get_domain
 
 
 def make_input_fn(data: Data, mode: str = "train", pipeline: Optional[PipelineConfig] = None,
-                  features: Any = None, **kwargs: Any) -> Callable[..., tf.data.Dataset]:
-    """Returns `input_fn(params=None, input_context=None)` for Estimator.train/evaluate.
+                  features: Any = None, *, resume: bool = True, **kwargs: Any) -> Callable[..., tf.data.Dataset]:
+    """Returns `input_fn(params=None, input_context=None, config=None)` for Estimator.train/evaluate.
 
     The Estimator calls it in its own graph on the host; with a distribution strategy
     it passes an InputContext and each input pipeline reads its own files.
     `params["batch_size"]`, when the Estimator sets it, overrides the batch size.
+
+    In train mode the stream continues where the latest checkpoint in the Estimator's
+    model_dir left it (its global_step, read when the input_fn is called): `train(steps=N)`
+    twice sees what `train(steps=2N)` sees once, and `train_and_evaluate` does not restart
+    the data after each evaluation. This uses the resumable order (build_dataset's
+    start_step; seed 0 when PipelineConfig.seed is unset).
 
     Args:
       data: anything build_dataset takes: a folder, CSV, glob, shard folder, `(paths, labels)`.
       mode: "train" | "eval" | "predict" or a tf.estimator.ModeKeys value.
       pipeline: PipelineConfig (default optimized()).
       features: the domain's config (default: the domain's, or a shard folder's own).
+      resume: train mode: continue from the checkpoint's global step (False: start the
+        shuffled stream afresh at every call, as a plain input_fn does).
       **kwargs: build_dataset's keyword arguments: read=, process=, batch_process=, feature_key=.
     """
     mode = normalize_mode(mode)
     pipeline = pipeline or PipelineConfig.optimized()
+    resume = resume and mode == "train" and not pipeline.cache
 
-    def input_fn(params: Optional[dict] = None,
-                 input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
-        config = pipeline
+    def input_fn(params: Optional[dict] = None, input_context: Optional[tf.distribute.InputContext] = None,
+                 config: Any = None) -> tf.data.Dataset:
+        chain = pipeline
         if params and params.get("batch_size"):
-            config = dataclasses.replace(config, batch_size=int(params["batch_size"]))
-        return build_dataset(data, mode, config, features, input_context, allow_device_prefetch=False, **kwargs)
+            chain = dataclasses.replace(chain, batch_size=int(params["batch_size"]))
+        start = None
+        if resume:
+            # Each step takes one batch per replica this pipeline feeds.
+            per_step = (input_context.num_replicas_in_sync // input_context.num_input_pipelines
+                        if input_context else 1)
+            start = checkpoint_step(getattr(config, "model_dir", None)) * max(1, per_step)
+        return build_dataset(data, mode, chain, features, input_context, start_step=start,
+                             allow_device_prefetch=False, **kwargs)
 
     return input_fn
+
+
+def checkpoint_step(model_dir: Optional[str]) -> int:
+    """The global step of the latest checkpoint in model_dir (0 when there is none)."""
+    checkpoint = tf.train.latest_checkpoint(model_dir) if model_dir else None
+    return int(tf.train.load_variable(checkpoint, "global_step")) if checkpoint else 0
 
 
 def serving_input_receiver_fn(features: Any = None, *, domain: Optional[str] = None,

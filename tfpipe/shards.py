@@ -319,7 +319,7 @@ class ShardSource:
         counts = tf.constant([s["num_examples"] for s in index["shards"]], tf.int64)
         files = tf.data.Dataset.from_tensor_slices((list(self.paths), counts))
         return ChainInput(files, len(self.paths), self.num_examples, tuple(stages), expand=_read_shard,
-                          block_length=_BLOCK_RECORDS)
+                          block_length=_BLOCK_RECORDS, count_of=lambda path, count: count)
 
 
 def _stored_stages(domain, stored: dict, config: Any, where: str) -> list:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional, Sequence
 import tensorflow as tf
 
 from tfpipe.config import PipelineConfig
+from tfpipe.core import resume as resume_lib
 from tfpipe.core.source import ChainInput, find
 from tfpipe.core.stage import Stage, fuse
 
@@ -36,7 +37,7 @@ def build_dataset(data: Any, mode: str = TRAIN, pipeline: Optional[PipelineConfi
                   features: Any = None, input_context: Optional[tf.distribute.InputContext] = None, *,
                   read: Any = None, process: Any = None, batch_process: Any = None,
                   feature_key: Optional[str] = None, epochs: Optional[int] = None,
-                  allow_device_prefetch: bool = True) -> tf.data.Dataset:
+                  start_step: Optional[int] = None, allow_device_prefetch: bool = True) -> tf.data.Dataset:
     """Builds the input pipeline over any files and functions, every optimization behind its toggle.
 
     Args:
@@ -60,6 +61,11 @@ def build_dataset(data: Any, mode: str = TRAIN, pipeline: Optional[PipelineConfi
         one input) instead of the features dict.
       epochs: train mode only: stop after this many passes (Keras `fit` without
         steps_per_epoch); default endless.
+      start_step: train mode only: use the resumable order (each epoch a permutation of
+        the files drawn from `pipeline.seed`, default seed 0) and start at this step: the
+        stream is exactly batches start_step, start_step + 1, ... of the stream started at
+        0 (with deterministic=True; otherwise the same examples per epoch), and nothing
+        before it is read. The shuffle toggles do not apply to this order.
       allow_device_prefetch: False where the consumer needs host tensors (Estimator's
         input_fn); prefetch_to_device is then skipped.
 
@@ -75,41 +81,48 @@ def build_dataset(data: Any, mode: str = TRAIN, pipeline: Optional[PipelineConfi
     mode = normalize_mode(mode)
     if epochs is not None and (mode != TRAIN or epochs < 1):
         raise ValueError(f"epochs={epochs!r}: only for mode='train', and >= 1 (eval is always one pass)")
+    if start_step is not None and (mode != TRAIN or start_step < 0 or epochs is not None or pipeline.cache):
+        raise ValueError(f"start_step={start_step!r}: only for an endless mode='train' stream without cache, "
+                         f"and >= 0")
     source = find(data)
     inputs = source.chain_input(mode, features, read=read, process=process, batch_process=batch_process)
-    ds = chain(inputs, mode, pipeline, input_context, epochs=epochs)
+    ds = chain(inputs, mode, pipeline, input_context, epochs=epochs, start_step=start_step)
     if feature_key is not None:
         ds = ds.map(_pick(feature_key, mode))
-    return finish(ds, mode, pipeline, epochs=epochs, allow_device_prefetch=allow_device_prefetch)
+    return finish(ds, mode, pipeline, epochs=epochs, resumed=start_step is not None,
+                  allow_device_prefetch=allow_device_prefetch)
 
 
 def chain(inputs: ChainInput, mode: str, p: PipelineConfig,
           input_context: Optional[tf.distribute.InputContext] = None, *,
-          epochs: Optional[int] = None) -> tf.data.Dataset:
+          epochs: Optional[int] = None, start_step: Optional[int] = None) -> tf.data.Dataset:
     """From a source's files to batches of (features, labels), before the shared tail."""
     train = mode == TRAIN
     ordered = not train or p.deterministic
     before, after = split_stages(inputs.stages, p.vectorize)
     if p.fuse_maps:
         before, after = [fuse(before)] if before else [], [fuse(after)] if after else []
+    resume = train and start_step is not None
     # A cache must see one finite epoch in a fixed order, so repeat and the file shuffle follow it.
     repeat_first = train and p.repeat_before_shuffle and not p.cache
     shuffle_files = train and p.shuffle_filenames and not p.cache
 
     ds = shard_for_input_context(inputs.files, inputs.num_files, input_context)
-    if repeat_first:
+    if resume:  # endless, each epoch permuted from (seed, epoch): starts anywhere at no cost
+        ds = resume_lib.stream(ds, inputs, p.seed or 0, start_step * p.batch_size)
+    if repeat_first and not resume:
         ds = ds.repeat(epochs)  # one stream over epochs: the shuffle below never drains and refills
-    if shuffle_files:
+    if shuffle_files and not resume:
         ds = ds.shuffle(inputs.num_files, seed=p.seed)  # paths are cheap to buffer; decoded data is not
-    if inputs.expand is not None:  # files of many records (shards)
-        ds = read_files(ds, inputs, p, ordered)
-    else:
+    if inputs.expand is None:
         ds, before = apply_maps(ds, before[:1], p, ordered), before[1:]  # read (fused: and process)
+    elif not resume:  # files of many records (shards); the resumable stream reads them itself
+        ds = read_files(ds, inputs, p, ordered)
     if p.cache:
         ds = ds.cache("" if p.cache == "memory" else p.cache)
         if train and p.repeat_before_shuffle:
             ds = ds.repeat(epochs)
-    if train and (inputs.expand is not None or not shuffle_files):
+    if train and not resume and (inputs.expand is not None or not shuffle_files):
         # Decoded examples (or records, which sit in a few shards at a time): a big buffer.
         ds = ds.shuffle(p.shuffle_buffer or inputs.num_examples, seed=p.seed)
     ds = apply_maps(ds, before, p, ordered)
@@ -169,7 +182,7 @@ def shard_for_input_context(ds: tf.data.Dataset, num_files: int,
 
 
 def finish(ds: tf.data.Dataset, mode: str, p: PipelineConfig, *, epochs: Optional[int] = None,
-           allow_device_prefetch: bool = True) -> tf.data.Dataset:
+           resumed: bool = False, allow_device_prefetch: bool = True) -> tf.data.Dataset:
     """The shared tail: repeat (naive order), data service, prefetch, options."""
     train = mode == TRAIN
     options = tf.data.Options()
@@ -179,7 +192,7 @@ def finish(ds: tf.data.Dataset, mode: str, p: PipelineConfig, *, epochs: Optiona
     options.experimental_optimization.map_parallelization = p.parallel_map
     options.experimental_optimization.map_and_batch_fusion = p.parallel_map
     options.experimental_optimization.inject_prefetch = p.prefetch
-    if train and (not p.repeat_before_shuffle):
+    if train and not p.repeat_before_shuffle and not resumed:
         ds = ds.repeat(epochs)  # the seed's order: batch, then repeat
     if mode == PREDICT:
         ds = ds.map(_features_only)

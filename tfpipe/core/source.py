@@ -87,6 +87,7 @@ class ChainInput:
       expand: for files of many records (shards): element -> dataset of its records;
         None when each file is one example.
       block_length: records the parallel interleave takes from one file at a time.
+      count_of: with expand: file element -> its number of records (for resuming mid-stream).
     """
 
     files: tf.data.Dataset
@@ -95,6 +96,7 @@ class ChainInput:
     stages: tuple[Stage, ...]
     expand: Optional[Callable[..., tf.data.Dataset]] = None
     block_length: int = 1
+    count_of: Optional[Callable[..., tf.Tensor]] = None
 
 
 class Source(Protocol):

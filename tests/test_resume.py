@@ -1,0 +1,129 @@
+"""Resume: the train stream at start_step K is batches K, K+1, ... of the stream from 0, at no cost."""
+
+import collections
+import dataclasses
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tfpipe
+from conftest import make_corpus, write_tone
+from tfpipe.estimator import make_input_fn
+
+FEAT = tfpipe.FeatureConfig(clip_seconds=0.25)
+PIPE = tfpipe.PipelineConfig.optimized(batch_size=5, seed=7, deterministic=True)
+
+
+def _keys(ds, batches, key="log_mel"):
+    """One number per example identifying its file (every test clip has its own pitch)."""
+    weights = np.linspace(0.0, 1.0, 500)
+    return [round(float(x[:500] @ weights[:x[:500].size]), 2) for f, _ in ds.take(batches).as_numpy_iterator()
+            for x in f[key].reshape(len(f[key]), -1)]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = make_corpus(tmp_path_factory.mktemp("resume") / "corpus", per_class=4)  # 12 clips
+    shards = str(tmp_path_factory.mktemp("resume") / "shards")
+    tfpipe.write_shards(root, shards, num_shards=3, num_workers=0, features=FEAT, progress=False)
+    return {"wav": root, "shards": shards}
+
+
+def _user_files(root):
+    source = tfpipe.find_examples(root)
+
+    def read(path, label):
+        return {"wave": tf.audio.decode_wav(tf.io.read_file(path)).audio[:, 0]}, label
+
+    return (list(source.paths), list(source.labels)), dict(read=read)
+
+
+@pytest.mark.parametrize("kind", ["wav", "user", "shards"])
+def test_stream_at_start_step_equals_the_uninterrupted_stream(data, kind):
+    args, kwargs, key = (data[kind], {}, "log_mel") if kind != "user" else (*_user_files(data["wav"]), "wave")
+    full = _keys(tfpipe.build_dataset(args, "train", PIPE, None if kind == "shards" else FEAT if kind == "wav"
+                                      else None, start_step=0, **kwargs), 12, key)
+    later = _keys(tfpipe.build_dataset(args, "train", PIPE, None if kind == "shards" else FEAT if kind == "wav"
+                                       else None, start_step=7, **kwargs), 5, key)
+    assert later == full[35:]  # steps 7.. of 5 examples
+    assert collections.Counter(full[:24]) == collections.Counter(full[24:48])  # whole epochs, reshuffled
+    if kind != "shards":
+        assert len(set(full[:12])) == 12 and full[:12] != full[12:24]  # each epoch: every file once
+
+
+def test_unordered_parallel_maps_keep_the_examples_of_each_epoch(data):
+    loose = dataclasses.replace(PIPE, deterministic=False)
+    full = _keys(tfpipe.build_dataset(data["wav"], "train", PIPE, FEAT, start_step=0), 24)
+    later = _keys(tfpipe.build_dataset(data["wav"], "train", loose, FEAT, start_step=12), 12)
+    # Examples 60..119 = epochs 5..9; unordered maps may swap a few across the last edge only.
+    differ = collections.Counter(later) - collections.Counter(full[60:120])
+    assert sum(differ.values()) <= 4, differ
+
+
+def test_a_million_steps_in_costs_what_step_zero_costs(data):
+    def first_batch(step):
+        start = time.perf_counter()
+        next(iter(tfpipe.build_dataset(data["wav"], "train", PIPE, FEAT, start_step=step)))
+        return time.perf_counter() - start
+
+    first_batch(0)  # warm up TF
+    zero, far = min(first_batch(0) for _ in range(2)), min(first_batch(10 ** 6) for _ in range(2))
+    assert far < 3 * zero + 0.5, (zero, far)  # nothing before the step is read or decoded
+
+
+def _model_fn(features, labels, mode, params):
+    """A tiny classifier that also exposes one key per example for the recording hook."""
+    tf.identity(tf.reduce_mean(features["log_mel"], axis=[1, 2]), name="example_keys")
+    logits = tf.keras.layers.Dense(3)(tf.reduce_mean(features["log_mel"], axis=1))
+    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(0.01).minimize(
+        loss, global_step=tf.compat.v1.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+class _Record(tf.compat.v1.train.SessionRunHook):
+    """Records the example keys of every training batch."""
+
+    def __init__(self, seen):
+        self.seen = seen
+
+    def before_run(self, run_context):
+        return tf.compat.v1.train.SessionRunArgs(tf.compat.v1.get_default_graph().get_tensor_by_name("example_keys:0"))
+
+    def after_run(self, run_context, run_values):
+        self.seen.extend(round(float(x), 3) for x in run_values.results)
+
+
+def _estimator(model_dir, save_steps=1000):
+    config = tf.estimator.RunConfig(model_dir=model_dir, save_checkpoints_steps=save_steps, log_step_count_steps=10 ** 6)
+    return tf.estimator.Estimator(_model_fn, config=config)
+
+
+def test_estimator_train_twice_sees_what_train_once_sees(data, tmp_path):
+    input_fn = make_input_fn(data["wav"], "train", PIPE, FEAT)
+    once, twice = [], []
+    _estimator(str(tmp_path / "once")).train(input_fn, steps=6, hooks=[_Record(once)])
+    est = _estimator(str(tmp_path / "twice"))
+    est.train(input_fn, steps=3, hooks=[_Record(twice)])
+    est.train(input_fn, steps=3, hooks=[_Record(twice)])
+    assert twice == once and len(once) == 30
+    fresh = []
+    est2 = _estimator(str(tmp_path / "noresume"))
+    no_resume = make_input_fn(data["wav"], "train", PIPE, FEAT, resume=False)
+    est2.train(no_resume, steps=3, hooks=[_Record(fresh)])
+    est2.train(no_resume, steps=3, hooks=[_Record(fresh)])
+    assert fresh[:15] == fresh[15:]  # the old behaviour: every call starts the data again
+
+
+def test_train_and_evaluate_sees_each_example_as_often_as_an_uninterrupted_run(data, tmp_path):
+    seen = []
+    est = _estimator(str(tmp_path / "tae"), save_steps=6)
+    train_spec = tf.estimator.TrainSpec(make_input_fn(data["wav"], "train", PIPE, FEAT), max_steps=24,
+                                        hooks=[_Record(seen)])
+    eval_spec = tf.estimator.EvalSpec(make_input_fn(data["wav"], "eval", PIPE, FEAT), steps=None,
+                                      throttle_secs=0, start_delay_secs=0)
+    tf.estimator.train_and_evaluate(est, train_spec, eval_spec)  # evaluates at steps 6, 12, 18, 24
+    counts = collections.Counter(seen)
+    assert len(seen) == 120 and len(counts) == 12 and set(counts.values()) == {10}  # 10 whole epochs
