@@ -60,6 +60,15 @@ def _port(server):
     return int(server.target.rsplit(":", 1)[1])
 
 
+def _line_with(proc, text, max_lines=5):
+    """The first line of proc's output holding `text` (skipping stray start-up lines), or the last read."""
+    for _ in range(max_lines):
+        line = proc.stdout.readline()
+        if text in line or not line:
+            break
+    return line
+
+
 # --- consumers: build_dataset / distribute ---------------------------------------------------
 
 _BUILD = """
@@ -163,7 +172,7 @@ def test_cli_worker_waiting_for_its_dispatcher_says_so_and_stops_on_sigterm():
     proc = subprocess.Popen([*CLI, "worker", "--dispatcher", f"127.0.0.1:{port}", "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        line = proc.stdout.readline()
+        line = _line_with(proc, "waiting for the dispatcher")
         assert f"waiting for the dispatcher at 127.0.0.1:{port}" in line and "nothing listens" in line, line
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=20)
@@ -181,7 +190,7 @@ def test_cli_servers_refuse_a_port_that_a_dispatcher_already_uses():
     first = subprocess.Popen([*CLI, "dispatcher", "--port", str(port)], stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
     try:
-        assert first.stdout.readline().startswith(f"tfpipe dispatcher: port {port} ")
+        assert _line_with(first, "tfpipe dispatcher:").startswith(f"tfpipe dispatcher: port {port} ")
         for role in (["dispatcher"], ["worker", "--dispatcher", f"localhost:{port}"]):
             start = time.monotonic()
             out = subprocess.run([*CLI, *role, "--port", str(port)], capture_output=True, text=True,
