@@ -10,16 +10,19 @@ the host (TF 2.15 has no bind-address option): run it on a trusted network only.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import socket
 import threading
+import time
 from typing import Any, Callable, Optional, TextIO
 from urllib.parse import urlsplit
 
 import tensorflow as tf
 
 from tfpipe.config import PipelineConfig
+from tfpipe.errors import DataError
 
 _service = tf.data.experimental.service
 _PROCESSING_MODES = {
@@ -29,6 +32,12 @@ _PROCESSING_MODES = {
 # Ops that call back into this process's Python: a service worker cannot run them.
 _PYTHON_OPS = ("PyFunc", "EagerPyFunc", "PyFuncStateless")
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")  # hostnames as urlsplit gives them (no brackets)
+# How long a consumer (or a worker that found something listening) waits for a dispatcher to answer:
+# long enough for one that is still starting (TensorFlow loads in ~5 s), short enough to be a clear
+# failure. TensorFlow's own client has no timeout: it retries for an hour, deaf to Ctrl-C.
+DISPATCHER_WAIT_SECONDS = 10.0
+_ATTEMPT_SECONDS = 2.0  # one TCP connect or one GetVersion call
+_GET_VERSION = "/tensorflow.data.DispatcherService/GetVersion"  # the dispatcher's cheapest RPC
 
 
 def processing_mode(pipeline: PipelineConfig) -> _service.ShardingPolicy:
@@ -56,6 +65,7 @@ def distribute(ds: tf.data.Dataset, pipeline: PipelineConfig) -> tf.data.Dataset
 
     Raises:
       ValueError: no service address, or a chain the service cannot run as asked.
+      DataError: no dispatcher answers at the address within DISPATCHER_WAIT_SECONDS.
     """
     if not pipeline.data_service:
         raise ValueError("PipelineConfig.data_service is empty: set it to the dispatcher, "
@@ -67,6 +77,8 @@ def distribute(ds: tf.data.Dataset, pipeline: PipelineConfig) -> tf.data.Dataset
         raise ValueError(f"PipelineConfig.cache={pipeline.cache!r} cannot run on the tf.data service in "
                          f"distributed_epoch mode: set --cache='' or --data_service_mode=parallel_epochs")
     _check_runnable_remotely(ds, pipeline)
+    if "://" not in pipeline.data_service or pipeline.data_service.startswith("grpc://"):
+        check_dispatcher(pipeline.data_service)  # TensorFlow would block here for an hour, silently
     return ds.apply(_service.distribute(processing_mode=mode, service=pipeline.data_service,
                                         job_name=pipeline.data_service_job or None))
 
@@ -107,6 +119,72 @@ def _function_ops(ds: tf.data.Dataset) -> set[str]:
             | {n.op for f in graph_def.library.function for n in f.node_def})
 
 
+# --- reaching a dispatcher ---------------------------------------------------------------------
+
+
+def check_dispatcher(address: str, timeout: float = DISPATCHER_WAIT_SECONDS, *, flag: str = "--data_service",
+                     stop: Optional[threading.Event] = None) -> None:
+    """Returns once a tf.data service dispatcher answers at `address`; raises if none does in time.
+
+    TensorFlow's client and worker have no timeout of their own (they retry for an hour, deaf to
+    Ctrl-C), so tfpipe asks first: a TCP connect, then the dispatcher's GetVersion call over gRPC.
+    Nothing listening is retried until `timeout` (a dispatcher may still be starting); a gRPC
+    server without the dispatcher service (e.g. a worker's port) is refused at once.
+
+    Args:
+      address: "grpc://HOST:PORT" or "HOST:PORT".
+      timeout: seconds to keep trying.
+      flag: the setting the user gave the address with, named in the error.
+      stop: set it to give up quietly (a server being stopped by Ctrl-C while it waits).
+
+    Raises:
+      ValueError: `address` is not HOST:PORT.
+      DataError: no dispatcher answered, naming the address, what answered and the fix.
+    """
+    host, port = _split_address(address)
+    where = _host_port(host, port)
+    deadline = time.monotonic() + timeout
+    while True:
+        found, detail = _ask_dispatcher(host, port, max(0.1, min(_ATTEMPT_SECONDS, deadline - time.monotonic())))
+        if found == "dispatcher" or (stop is not None and stop.is_set()):
+            return
+        if found == "other" or time.monotonic() >= deadline:
+            break
+        if stop is None:
+            time.sleep(0.5)
+        elif stop.wait(0.5):
+            return
+    start = f"start one with `tfpipe serve dispatcher --port {port}` on {host}"
+    if found == "nothing":
+        raise DataError(f"no tf.data service dispatcher at {where}: nothing listens there (tried for "
+                        f"{timeout:g} s: {detail}); {start}, or fix {flag} (the dispatcher prints its "
+                        f"address when it starts)")
+    if found == "other":
+        raise DataError(f"{where} answers but is not a tf.data service dispatcher ({detail}; e.g. a "
+                        f"tf.data service worker's port): set {flag} to the port `tfpipe serve dispatcher` "
+                        f"printed, or {start}")
+    raise DataError(f"{where} accepts connections but did not answer as a tf.data service dispatcher within "
+                    f"{timeout:g} s ({detail}): check {flag} (is that port another program's?), or {start}")
+
+
+def _ask_dispatcher(host: str, port: int, seconds: float) -> tuple[str, str]:
+    """One try: ("dispatcher" | "nothing" | "other" (a gRPC server, not a dispatcher) | "silent", detail)."""
+    try:
+        socket.create_connection((host, port), timeout=seconds).close()
+    except OSError as e:
+        return "nothing", e.strerror or str(e) or type(e).__name__
+    import grpc  # a TensorFlow dependency; loaded only when a service is used
+
+    # No proxy: the TCP connect above went direct, and a proxy would turn "nothing here" into its answer.
+    with grpc.insecure_channel(_host_port(host, port), options=[("grpc.enable_http_proxy", 0)]) as channel:
+        try:
+            channel.unary_unary(_GET_VERSION)(b"", timeout=seconds)  # empty GetVersionRequest
+            return "dispatcher", ""
+        except grpc.RpcError as e:
+            detail = f"gRPC {e.code().name}: {e.details() or 'no details'}"
+            return ("other" if e.code() == grpc.StatusCode.UNIMPLEMENTED else "silent"), detail
+
+
 # --- servers ---------------------------------------------------------------------------------
 
 
@@ -119,7 +197,11 @@ def start_dispatcher(port: int = 0, work_dir: Optional[str] = None, *,
       work_dir: if set, the dispatcher journals its state there and recovers it
         after a restart (fault-tolerant mode).
       worker_timeout_ms: how long a silent worker counts as alive (None: TensorFlow's default).
+
+    Raises:
+      ValueError: `port` is taken (gRPC would share it silently; see _check_port_free).
     """
+    _check_port_free(port)
     if work_dir:
         os.makedirs(work_dir, exist_ok=True)
     config = _service.DispatcherConfig(port=port, work_dir=work_dir or None,
@@ -137,12 +219,42 @@ def start_worker(dispatcher_address: str, port: int = 0, *,
       port: port to listen on (0: any free port). The server listens on all interfaces.
       worker_host: the name consumers use to reach this worker; default: "localhost"
         when the dispatcher is on this host, else this machine's hostname.
+
+    Raises:
+      ValueError: a malformed address, or `port` is taken.
     """
     host, dispatcher_port = _split_address(dispatcher_address)
+    _check_port_free(port)
     config = _service.WorkerConfig(dispatcher_address=_host_port(host, dispatcher_port),
                                    worker_address=_host_port(_worker_host(host, worker_host), "%port%"),
                                    port=port)
     return _service.WorkerServer(config)
+
+
+def _check_port_free(port: int) -> None:
+    """ValueError if something listens on `port`: binds it the way the server will, minus SO_REUSEPORT.
+
+    gRPC servers set SO_REUSEPORT, so a second server on a taken port starts "successfully" and the
+    kernel splits connections between the two: consumers then fail with "Dataset id ... not found".
+    """
+    if port == 0:
+        return
+    try:  # TensorFlow listens on [::]:PORT, which covers IPv4 too
+        probe, address = socket.socket(socket.AF_INET6, socket.SOCK_STREAM), ("::", port)
+        probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    except OSError:  # a host without IPv6
+        probe, address = socket.socket(socket.AF_INET, socket.SOCK_STREAM), ("0.0.0.0", port)
+    with probe:
+        # Like gRPC: connections left in TIME_WAIT by a server that just stopped do not count.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise ValueError(f"port {port} is already in use on this host (a second server there would "
+                                 f"split its connections with the first): pick another --port, or stop the "
+                                 f"process using it (`ss -ltnp 'sport = :{port}'` names it)") from None
+            raise ValueError(f"port {port}: cannot listen on it ({e.strerror}): pick another --port") from None
 
 
 def _worker_host(dispatcher_host: str, worker_host: Optional[str]) -> str:
@@ -177,6 +289,9 @@ def run_dispatcher(port: int, work_dir: Optional[str] = None, *, worker_timeout_
       worker_timeout_ms: how long a silent worker counts as alive.
       out: where the status lines go (default stdout).
       stop: set it to stop the server (for callers that run this in a thread).
+
+    Raises:
+      ValueError: `port` is taken.
     """
 
     def status(server: _service.DispatchServer) -> list[str]:
@@ -195,8 +310,9 @@ def run_worker(dispatcher_address: str, port: int, *, worker_host: Optional[str]
                out: Optional[TextIO] = None, stop: Optional[threading.Event] = None) -> None:
     """Runs a worker until Ctrl-C / SIGTERM (or `stop` is set), printing its address.
 
-    Waits (interruptibly) for the dispatcher to accept connections first: TensorFlow's
-    worker start blocks, deaf to Ctrl-C, until it has registered.
+    Waits (interruptibly) for the dispatcher to accept connections first, then checks that
+    a dispatcher answers there: TensorFlow's worker start blocks, deaf to Ctrl-C, until it has
+    registered, so it must only start once one does.
 
     Args:
       dispatcher_address: "HOST:PORT" of the dispatcher.
@@ -204,16 +320,23 @@ def run_worker(dispatcher_address: str, port: int, *, worker_host: Optional[str]
       worker_host: the name consumers use to reach this worker (see start_worker).
       out: where the status lines go (default stdout).
       stop: set it to stop the server.
+
+    Raises:
+      ValueError: `port` is taken or the address is malformed.
+      DataError: something other than a dispatcher answers at `dispatcher_address`.
     """
     host, dispatcher_port = _split_address(dispatcher_address)
+    _check_port_free(port)  # before waiting: a taken port would fail only after the dispatcher is up
 
     def wait_for_dispatcher(stopping: threading.Event) -> None:
-        if _accepts_connections(host, dispatcher_port):
-            return
-        print(f"tfpipe worker: waiting for the dispatcher at {_host_port(host, dispatcher_port)} "
-              f"(Ctrl-C stops)", file=out, flush=True)
-        while not _accepts_connections(host, dispatcher_port) and not stopping.wait(0.5):
-            pass
+        if not _accepts_connections(host, dispatcher_port):
+            print(f"tfpipe worker: waiting for the dispatcher at {_host_port(host, dispatcher_port)} "
+                  f"(nothing listens there yet; Ctrl-C stops)", file=out, flush=True)
+            while not _accepts_connections(host, dispatcher_port):
+                if stopping.wait(0.5):
+                    return
+        # Something listens: it must answer as a dispatcher, else TensorFlow's start would hang for good.
+        check_dispatcher(dispatcher_address, flag="--dispatcher", stop=stopping)
 
     def status(server: _service.WorkerServer) -> list[str]:
         bound = server._server.bound_port()  # pylint: disable=protected-access
@@ -257,7 +380,7 @@ def _serve(start: Callable[[], Any], status: Callable[[Any], list[str]], out: Op
         if server is not None:
             server.stop()
         restore()
-        print("stopped", file=out, flush=True)
+    print("stopped", file=out, flush=True)  # not after an error: that is reported instead
 
 
 def _stop_on_signals(callback: Callable[[], None]) -> Callable[[], None]:
