@@ -2,6 +2,7 @@
 
 import collections
 import dataclasses
+import os
 import time
 
 import numpy as np
@@ -127,3 +128,53 @@ def test_train_and_evaluate_sees_each_example_as_often_as_an_uninterrupted_run(d
     tf.estimator.train_and_evaluate(est, train_spec, eval_spec)  # evaluates at steps 6, 12, 18, 24
     counts = collections.Counter(seen)
     assert len(seen) == 120 and len(counts) == 12 and set(counts.values()) == {10}  # 10 whole epochs
+
+
+_SNAPSHOT_SCRIPT = """
+import os, sys
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import tfpipe
+data, snap, n_mels, stop_after = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+pipe = tfpipe.PipelineConfig.optimized(batch_size=2, cache="snapshot:" + snap, vectorize=False)
+ds = tfpipe.build_dataset(data, "eval", pipe, tfpipe.FeatureConfig(clip_seconds=0.25, n_mels=n_mels))
+for i, (features, labels) in enumerate(ds):
+    log_mel = features["log_mel"].numpy()
+    print(log_mel.shape[-1], round(float(log_mel.mean()), 1), *labels.numpy().tolist(), flush=True)
+    if i + 1 == stop_after:
+        os._exit(0)  # killed mid-pass: no chance to finish the snapshot
+"""
+
+
+def _snapshot_run(tmp_path, data, snap, n_mels=64, stop_after=0):
+    """(mel bands seen, mean log-mel of the pass, sorted labels) from a fresh process."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "snap.py"
+    script.write_text(_SNAPSHOT_SCRIPT)
+    out = subprocess.run([sys.executable, str(script), data, snap, str(n_mels), str(stop_after)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [line.split() for line in out.stdout.splitlines()]
+    return ({int(r[0]) for r in rows}, round(float(np.mean([float(r[1]) for r in rows])), 1),
+            sorted(int(x) for r in rows for x in r[2:]))
+
+
+def test_snapshot_cache_survives_a_restart_and_never_serves_a_partial_pass(tmp_path):
+    data = make_corpus(tmp_path / "corpus", per_class=2)  # 6 clips, labels 0,0,1,1,2,2
+    snap = str(tmp_path / "snap")
+    assert _snapshot_run(tmp_path, data, snap, stop_after=1)[2] == [0, 0]  # killed after one batch
+    bands, loud, labels = _snapshot_run(tmp_path, data, snap)
+    assert labels == [0, 0, 1, 1, 2, 2]  # the partial pass was not used: a whole epoch
+    for path in tfpipe.find_examples(data).paths:  # same names and lengths, now silent
+        write_tone(path, 1, amplitude=0.0)
+    assert _snapshot_run(tmp_path, data, snap) == (bands, loud, labels)  # read back from the snapshot
+    assert _snapshot_run(tmp_path, data, str(tmp_path / "fresh"))[1] != loud  # the files really changed
+
+
+def test_snapshot_of_other_features_is_not_used(tmp_path):
+    data = make_corpus(tmp_path / "corpus", per_class=2)
+    snap = str(tmp_path / "snap")
+    assert _snapshot_run(tmp_path, data, snap, n_mels=64)[0] == {64}
+    assert _snapshot_run(tmp_path, data, snap, n_mels=40)[0] == {40}
+    assert len(os.listdir(snap)) == 2  # one snapshot per pipeline fingerprint

@@ -61,7 +61,10 @@ class PipelineConfig:
       vectorize: batch first, then decode/parse and compute features on whole batches.
       prefetch: prefetch(AUTOTUNE) at the end so input overlaps the train step.
       deterministic: keep element order in parallel maps (train only; eval is always ordered).
-      cache: "" (off), "memory", or a file path: cache read examples before repeat.
+      cache: "" (off), "memory", a file path, or "snapshot:DIR": cache one epoch of read
+        examples before repeat. Memory and file caches live as long as the dataset (an
+        Estimator rebuilds it at every input_fn call); a snapshot survives input_fn calls
+        and restarts, and is used only when it was finished by the same pipeline.
       prefetch_to_device: copy batches to /gpu:0 ahead of use where a GPU is visible
         and the caller can consume device tensors (Keras; not Estimator's input_fn).
       batch_size: examples per batch (per input pipeline / replica).
@@ -84,7 +87,8 @@ class PipelineConfig:
     vectorize: bool = _field(True, "Batch first, then decode/parse and compute on whole batches.")
     prefetch: bool = _field(True, "prefetch(AUTOTUNE) at the end of the chain.")
     deterministic: bool = _field(False, "Keep element order in parallel train maps.")
-    cache: str = _field("", "Cache read examples: '' (off), 'memory' or a file path.")
+    cache: str = _field("", "Cache read examples: '' (off), 'memory', a file path, or 'snapshot:DIR' "
+                               "(survives input_fn calls and restarts).")
     prefetch_to_device: bool = _field(False, "Prefetch batches to /gpu:0 when one is visible (Keras only).")
     batch_size: int = _field(64, "Examples per batch.", min=1, max=1 << 20)
     shuffle_buffer: int = _field(1024, "Example shuffle buffer (0 = whole dataset).", min=0)

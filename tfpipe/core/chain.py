@@ -119,7 +119,7 @@ def chain(inputs: ChainInput, mode: str, p: PipelineConfig,
     elif not resume:  # files of many records (shards); the resumable stream reads them itself
         ds = read_files(ds, inputs, p, ordered)
     if p.cache:
-        ds = ds.cache("" if p.cache == "memory" else p.cache)
+        ds = cache(ds, p.cache)
         if train and p.repeat_before_shuffle:
             ds = ds.repeat(epochs)
     if train and not resume and (inputs.expand is not None or not shuffle_files):
@@ -128,6 +128,18 @@ def chain(inputs: ChainInput, mode: str, p: PipelineConfig,
     ds = apply_maps(ds, before, p, ordered)
     ds = batch(ds, p.batch_size, drop_remainder=train and p.drop_remainder)
     return apply_maps(ds, after, p, ordered)
+
+
+def cache(ds: tf.data.Dataset, where: str) -> tf.data.Dataset:
+    """Caches one epoch: in memory, in a file, or as a tf.data snapshot that outlives the process.
+
+    A snapshot ("snapshot:DIR") is keyed by the fingerprint of the dataset graph before it
+    (files, functions, features), so a cache of other data or features is never read,
+    and only a finished first pass is ever read back.
+    """
+    if where.startswith("snapshot:"):
+        return ds.snapshot(where.removeprefix("snapshot:"))
+    return ds.cache("" if where == "memory" else where)
 
 
 def split_stages(stages: Sequence[Stage], vectorize: bool) -> tuple[list[Stage], list[Stage]]:
