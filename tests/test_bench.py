@@ -24,14 +24,14 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FEAT = FeatureConfig(clip_seconds=0.25)
 
 # The JSON keys users and scripts read; changing them is a schema change (bump SCHEMA_VERSION).
-TOP_KEYS = {"format", "version", "settings", "machine", "variants", "stages", "wall_s", "phases_s"}
+TOP_KEYS = {"format", "version", "settings", "machine", "variants", "stages", "ops", "wall_s", "phases_s"}
 VARIANT_KEYS = {"name", "kind", "reference", "note", "config", "examples_per_s", "ratio", "baseline_ratio",
-                "first_batch_s", "import_rss_mb", "peak_rss_mb", "ms_per_batch", "input_wait_share", "ideal",
+                "cores", "pinned", "examples_per_s_per_core", "speedup", "first_batch_s", "import_rss_mb", "peak_rss_mb", "ms_per_batch", "input_wait_share", "ideal",
                 "share_of_ideal", "turns"}
 STAGE_KEYS = {"backend", "cores", "limiting", "fused_rate", "vectorized_rate", "ideal", "stages"}
 MACHINE_KEYS = {"cores", "usable_cores", "tf_version", "python", "platform", "gpu"}
 SETTINGS_KEYS = {"data", "shards", "num_examples", "num_classes", "variants", "baseline", "ablation",
-                 "batches", "turn_batches", "turn_seconds", "repeats", "warmup", "settle_batches", "step_ms",
+                 "dataset_fn", "input_fns", "cores", "ops", "batches", "turn_batches", "turn_seconds", "repeats", "warmup", "settle_batches", "step_ms",
                  "batch_size", "stage_seconds", "features", "overrides", "frozen_while_idle"}
 
 
@@ -176,10 +176,11 @@ def _result(step_ms=0.0):
     stats = round_stats(turns, refs)
     stage = StageReport("tf", (1000.0, 500.0, 250.0, 100.0, 100.0), 90.0, 120.0, 2)
     variants = tuple(VariantResult(name, "pipeline", refs[name], bench.parse_variant(name).config(), "",
-                                   tuple(turns[name]), stats[name], 1.5, 400.0, 600.0, stage.ideal)
+                                   tuple(turns[name]), stats[name], 1.5, 400.0, 600.0, stage.ideal, cores=2)
                      for name in ("naive", "optimized"))
     settings = {"data": "/data", "shards": None, "num_examples": 400, "num_classes": 4,
-                "variants": ["naive", "optimized"], "baseline": "naive", "ablation": False, "batches": 4,
+                "variants": ["naive", "optimized"], "baseline": "naive", "ablation": False, "dataset_fn": None,
+                "input_fns": [], "cores": None, "ops": False, "batches": 4,
                 "turn_batches": {"naive": 4, "optimized": 4}, "turn_seconds": 0.0, "repeats": 2, "warmup": 1,
                 "settle_batches": 1, "step_ms": step_ms, "batch_size": 25, "stage_seconds": 0.5, "features": {},
                 "overrides": {}, "frozen_while_idle": True}
@@ -191,7 +192,7 @@ def _result(step_ms=0.0):
 def test_json_schema_is_stable():
     data = json.loads(_result().to_json())
     assert set(data) == TOP_KEYS
-    assert (data["format"], data["version"]) == ("tfpipe-bench", 1)
+    assert (data["format"], data["version"]) == ("tfpipe-bench", 2)
     assert set(data["settings"]) == SETTINGS_KEYS
     assert set(data["machine"]) == MACHINE_KEYS
     assert set(data["variants"][0]) == VARIANT_KEYS
@@ -202,16 +203,18 @@ def test_json_schema_is_stable():
     optimized = data["variants"][1]
     assert optimized["ratio"] == 3.0  # rounds: 200/100 and 200/50 -> median of 2 and 4
     assert optimized["share_of_ideal"] == pytest.approx(200 / 240)
+    assert (optimized["cores"], optimized["examples_per_s_per_core"], optimized["speedup"]) == (2, 100.0, None)
 
 
 def test_table_shows_every_variant_ratio_and_the_limiting_stage():
     text = _result().table()
     lines = text.splitlines()
     header = next(line for line in lines if line.startswith("variant"))
-    assert all(col in header for col in ("examples/s", "min-max", "vs reference", "first batch", "peak RSS",
-                                         "% ideal"))
+    assert all(col in header for col in ("examples/s", "per core", "min-max", "vs reference", "first batch",
+                                         "peak RSS", "% ideal"))
     optimized = next(line for line in lines if line.startswith("optimized"))
     assert "3.00x naive" in optimized and "200" in optimized and "83%" in optimized
+    assert optimized.split()[1:3] == ["200", "100"]  # median, then per core (2 cores)
     assert "features" in next(line for line in lines if "limits the pipeline" in line)
     assert "ideal" in text and "240 examples/s" in text
     step_text = _result(step_ms=50).table()

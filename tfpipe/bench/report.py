@@ -1,4 +1,4 @@
-"""What `tfpipe bench` found, and how it is shown: statistics, aligned table, JSON, PNG chart.
+"""What `tfpipe bench` found, and how it is shown: statistics, aligned table, JSON (chart: bench.chart).
 
 Everything here is pure (no TensorFlow, no processes), so the numbers a user reads
 can be checked against hand-computed ones.
@@ -11,8 +11,10 @@ import json
 import statistics
 from typing import Any, Collection, Mapping, Optional, Sequence
 
+from tfpipe.bench.ops import OpsReport
+
 SCHEMA = "tfpipe-bench"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: per-core rates, --cores (cores, pinned, speedup), --ops, user dataset_fn/input_fn
 STAGE_NAMES = ("list", "read", "decode", "features", "batch")
 
 
@@ -144,6 +146,10 @@ class VariantResult:
       ideal: examples/s the stage measurements allow for this variant (None: not measured).
       baseline_ratio: median of per-round ratios to the run's baseline (= stats.ratio unless
         the reference is another variant, as for ablation rows).
+      cores: cores its process could use (pinned count, or the usable cores).
+      pinned: its process was pinned to `cores` (`--cores`).
+      speedup: median of per-round ratios to the same variant at the run's first core count
+        (None without `--cores`).
     """
 
     name: str
@@ -158,6 +164,19 @@ class VariantResult:
     peak_rss_mb: float
     ideal: Optional[float]
     baseline_ratio: Optional[float] = None
+    cores: Optional[int] = None
+    pinned: bool = False
+    speedup: Optional[float] = None
+
+    @property
+    def key(self) -> str:
+        """The name, plus "@cores" when pinned (unique within a run)."""
+        return f"{self.name}@{self.cores}" if self.pinned else self.name
+
+    @property
+    def per_core(self) -> Optional[float]:
+        """Median examples/s per core it could use."""
+        return self.stats.median / self.cores if self.cores else None
 
     @property
     def share_of_ideal(self) -> Optional[float]:
@@ -180,7 +199,9 @@ class VariantResult:
         return {"name": self.name, "kind": self.kind, "reference": self.reference, "note": self.note,
                 "config": dict(self.config),
                 "examples_per_s": {"median": s.median, "min": s.min, "max": s.max, "rounds": list(s.rates)},
-                "ratio": s.ratio, "baseline_ratio": self.baseline_ratio, "first_batch_s": self.first_batch_s,
+                "ratio": s.ratio, "baseline_ratio": self.baseline_ratio, "cores": self.cores, "pinned": self.pinned,
+                "examples_per_s_per_core": self.per_core, "speedup": self.speedup,
+                "first_batch_s": self.first_batch_s,
                 "import_rss_mb": self.import_rss_mb, "peak_rss_mb": self.peak_rss_mb,
                 "ms_per_batch": self.ms_per_batch, "input_wait_share": self.wait_share, "ideal": self.ideal,
                 "share_of_ideal": self.share_of_ideal, "turns": [dataclasses.asdict(t) for t in self.turns]}
@@ -196,7 +217,8 @@ class BenchResult:
       variants: one result per variant, in the order run.
       stages: stage measurements per feature backend used (empty if not measured).
       wall_s: wall time of the whole run.
-      phases: seconds spent starting workers, building, in rounds, on stages, stopping.
+      phases: seconds spent starting workers, building, in rounds, on stages, on ops, stopping.
+      ops: per-op single-thread rates of each variant's final chain (empty without `ops`).
     """
 
     settings: Mapping[str, Any]
@@ -205,19 +227,21 @@ class BenchResult:
     stages: tuple[StageReport, ...]
     wall_s: float
     phases: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    ops: tuple[OpsReport, ...] = ()
 
     def __getitem__(self, name: str) -> VariantResult:
+        """The variant by key ("optimized@2") or name (its first core count)."""
         for v in self.variants:
-            if v.name == name:
+            if name in (v.key, v.name):
                 return v
-        raise KeyError(f"no variant {name!r}; measured: {', '.join(v.name for v in self.variants)}")
+        raise KeyError(f"no variant {name!r}; measured: {', '.join(v.key for v in self.variants)}")
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON: format, version, settings, machine, variants, stages, wall_s, phases_s."""
+        """Plain dict for JSON: format, version, settings, machine, variants, stages, ops, wall_s, phases_s."""
         return {"format": SCHEMA, "version": SCHEMA_VERSION, "settings": dict(self.settings),
                 "machine": dict(self.machine), "variants": [v.to_dict() for v in self.variants],
-                "stages": [s.to_dict() for s in self.stages], "wall_s": self.wall_s,
-                "phases_s": dict(self.phases)}
+                "stages": [s.to_dict() for s in self.stages], "ops": [o.to_dict() for o in self.ops],
+                "wall_s": self.wall_s, "phases_s": dict(self.phases)}
 
     def to_json(self, indent: Optional[int] = 2) -> str:
         """The whole result as JSON text (see `to_dict` for the keys)."""
@@ -228,7 +252,9 @@ class BenchResult:
         return bench_table(self)
 
     def plot(self, path: str) -> None:
-        """Writes the PNG bar chart to `path`."""
+        """Writes the PNG bar chart to `path` (grouped by core count with `--cores`)."""
+        from tfpipe.bench.chart import plot_bench
+
         plot_bench(self, path)
 
 
@@ -254,26 +280,46 @@ def _turn(settings: Mapping[str, Any]) -> str:
     return f"epochs ({text} batches) for >= {seconds:g} s" if seconds else f"one epoch ({text} batches)"
 
 
+def _source(settings: Mapping[str, Any]) -> str:
+    """What the variants read: "2000 examples in DIR", the dataset_fn, the input_fns."""
+    parts = []
+    if settings.get("num_examples") is not None:
+        parts.append(f"{settings['num_examples']} examples in {settings['data']}")
+    if settings.get("dataset_fn"):
+        parts.append(f"dataset_fn {settings['dataset_fn']}")
+    if settings.get("input_fns"):
+        parts.append(f"input_fn {', '.join(settings['input_fns'])}")
+    return "; ".join(parts) or "no data"
+
+
 def bench_table(result: BenchResult) -> str:
-    """Header, one row per variant, then the stage breakdown."""
+    """Header, one row per variant (per core count with --cores), then the stage and op breakdowns."""
     s, m = result.settings, result.machine
     step = s["step_ms"] > 0
-    lines = [f"tfpipe bench: {s['num_examples']} examples in {s['data']}, {_plural(s['repeats'], 'round')} x "
+    pinned = bool(s.get("cores"))
+    lines = [f"tfpipe bench: {_source(s)}, {_plural(s['repeats'], 'round')} x "
              f"{_turn(s)} (after {s['warmup']} warm-up), TF {m['tf_version']}, "
              f"{m['usable_cores']} usable cores"
+             + (f", each variant pinned to {', '.join(map(str, s['cores']))} cores in turn" if pinned else "")
              + (f", simulated step {s['step_ms']:g} ms/batch" if step else "")]
-    head = ["variant", "examples/s", "min-max", "vs reference", "first batch", "peak RSS", "% ideal"]
-    head += ["ms/batch", "input wait"] if step else []
+    head = ["variant"] + ["cores"] * pinned + ["examples/s", "per core", "min-max", "vs reference"]
+    head += [f"vs {_plural(s['cores'][0], 'core')}"] if pinned else []
+    head += ["first batch", "peak RSS", "% ideal"] + ["ms/batch", "input wait"] * step
     rows = [head + ["note"]]
     for v in result.variants:
         st = v.stats
-        row = [v.name, f"{st.median:,.0f}", f"{st.min:,.0f}-{st.max:,.0f}",
-               "-" if v.reference == v.name else f"{st.ratio:.2f}x {v.reference}",
-               f"{v.first_batch_s:.2f} s", f"{v.peak_rss_mb:,.0f} MB",
-               "-" if v.share_of_ideal is None else f"{v.share_of_ideal:.0%}"]
+        row = [v.name] + [str(v.cores)] * pinned
+        row += [f"{st.median:,.0f}", "-" if v.per_core is None else f"{v.per_core:,.0f}",
+                f"{st.min:,.0f}-{st.max:,.0f}", "-" if v.reference == v.name else f"{st.ratio:.2f}x {v.reference}"]
+        row += [f"{v.speedup:.2f}x" if v.speedup is not None else "-"] * pinned
+        row += [f"{v.first_batch_s:.2f} s", f"{v.peak_rss_mb:,.0f} MB",
+                "-" if v.share_of_ideal is None else f"{v.share_of_ideal:.0%}"]
         row += [f"{v.ms_per_batch:.1f}", f"{v.wait_share:.0%}"] if step else []
         rows.append(row + [v.note])
     lines += align_table(rows, right=range(1, len(head)))  # name left, numbers right, note left
+    if pinned:
+        lines.append("Each core count is its own process pinned to that many cores (sched_setaffinity); "
+                     "\"vs reference\" compares within one core count.")
     if step:
         lines.append(f"With a {s['step_ms']:g} ms step, a chain without prefetch costs input + step per "
                      f"batch; with prefetch, max(input, step).")
@@ -286,54 +332,12 @@ def bench_table(result: BenchResult) -> str:
         lines += ["  " + line for line in align_table(stage_rows, right=range(1, 4))]
         lines.append(f"  ideal = best single-thread map ({rep.fused_rate:,.0f}/s per example fused, "
                      f"{rep.vectorized_rate:,.0f}/s vectorized) x {rep.cores} cores = "
-                     f"{rep.ideal:,.0f} examples/s")
+                     f"{rep.ideal:,.0f} examples/s" + (" (pinned rows: x their cores)" if pinned else ""))
+    for report in result.ops:
+        lines += [""] + report.table_lines()
     lines.append(f"\n({len(result.variants)} variants in {result.wall_s:.0f} s; each in its own process, "
                  f"timed in turns while the others are paused)")
     return "\n".join(lines)
-
-
-def plot_bench(result: BenchResult, path: str) -> None:
-    """Bar chart: median examples/s per variant, min-max whiskers, each backend's ideal as a line."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # no display, no global backend switch
-    from matplotlib.figure import Figure
-
-    from matplotlib.patches import Patch
-
-    variants = result.variants
-    medians = [v.stats.median for v in variants]
-    whiskers = [[v.stats.median - v.stats.min for v in variants],
-                [v.stats.max - v.stats.median for v in variants]]
-    references = set(v.reference for v in variants)
-    groups = list(dict.fromkeys(v.reference for v in variants if v.name not in references))
-    palette = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860"]
-    colors = ["#444444" if v.name in references else palette[groups.index(v.reference) % len(palette)]
-              for v in variants]
-    fig = Figure(figsize=(max(6.0, 0.45 * len(variants) + 2.5), 6.0))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    bars = ax.bar(range(len(variants)), medians, yerr=whiskers, capsize=3, color=colors)
-    for bar, v in zip(bars, variants):
-        if v.note.startswith("no-op"):
-            bar.set_hatch("//")
-    handles = [Patch(color="#444444", label="reference")]
-    handles += [Patch(color=palette[i % len(palette)], label=f"compared to {g}")
-                for i, g in enumerate(groups)]
-    handles += [Patch(facecolor="white", edgecolor="k", hatch="//", label="no-op here (see note)")] * any(
-        v.note.startswith("no-op") for v in variants)
-    for i, rep in enumerate(result.stages):
-        handles.append(ax.axhline(rep.ideal, linestyle="--", color="k" if i == 0 else "grey",
-                                  label=f"ideal, {rep.backend} features: {rep.ideal:,.0f}/s"))
-    ax.legend(handles=handles, loc="upper right", fontsize=8)
-    top = max([v.stats.max for v in variants] + [rep.ideal for rep in result.stages])
-    ax.set_ylim(0, top * 1.2)  # room for the legend above the bars and the ideal line
-    ax.set_xticks(range(len(variants)))
-    ax.set_xticklabels([v.name for v in variants], rotation=60, ha="right", fontsize=8)
-    ax.set_ylabel("examples/s (median of rounds; whiskers: min-max)")
-    s = result.settings
-    ax.set_title(f"tfpipe bench: {s['num_examples']} examples, batch {s['batch_size']},\n"
-                 f"{_plural(s['repeats'], 'round')} x {_turn(s)}", fontsize=10)  # two lines: fits 3 bars
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """Both ends of a `tfpipe bench` worker process: what runs inside it, and the parent's handle.
 
-A worker imports TensorFlow, then serves commands from its pipe: "build" (build the
-variant's dataset, time the first batch, take the warm-up batches), "time" (one
-turn), "stages" (single-thread rate of each stage of the wav chain) and "stop".
-The parent's `Worker` freezes the process with SIGSTOP whenever it is not serving a
-command, so an idle variant's tf.data threads never run while another is timed.
+A worker pins itself to its cores (if told to), imports TensorFlow, then serves
+commands from its pipe: "build" (build the variant's dataset, time the first batch,
+take the warm-up batches), "time" (one turn), "stages" (single-thread rate of each
+stage of the wav chain), "ops" (single-thread rate of each op of the final chain) and
+"stop". The parent's `Worker` freezes the process with SIGSTOP whenever it is not
+serving a command, so an idle variant's tf.data threads never run while another is timed.
 """
 
 from __future__ import annotations
@@ -20,15 +21,18 @@ import time
 from typing import TYPE_CHECKING, Any, Sequence
 
 from tfpipe import sources
+from tfpipe.bench import ops as bench_ops
+from tfpipe.bench import user_fns
+from tfpipe.bench.ops import one_thread_rate  # noqa: F401  (old home: tfpipe.bench_worker.one_thread_rate)
 from tfpipe.errors import DataError
 
 if TYPE_CHECKING:
-    from tfpipe.bench import Variant
+    from tfpipe.bench.variants import Variant
 
 SETTLE_BATCHES = 1  # untimed at the start of every turn: the one whose making spans the pause
 FREEZE = hasattr(signal, "SIGSTOP")
 # Imported once by the fork server; each worker forks from it instead of importing TensorFlow anew.
-PRELOAD = ["tensorflow", "tfpipe.pipeline", "tfpipe.bench_worker"]
+PRELOAD = ["tensorflow", "tfpipe.pipeline", "tfpipe.bench.worker"]
 
 
 def context() -> Any:
@@ -40,6 +44,26 @@ def context() -> Any:
     ctx = multiprocessing.get_context("forkserver")  # forks before TF starts any thread: safe and fast
     ctx.set_forkserver_preload(PRELOAD)
     return ctx
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity), or all cores where affinity is unknown."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def pin_cpus(count: int) -> list[int]:
+    """The first `count` cores of this process's affinity set: what a variant pinned to `count` gets.
+
+    Raises:
+      ValueError: more cores asked for than usable, or pinning unsupported here.
+    """
+    if not hasattr(os, "sched_setaffinity"):
+        raise ValueError("cores: pinning needs os.sched_setaffinity (Linux); run without --cores here")
+    allowed = sorted(os.sched_getaffinity(0))
+    if not 1 <= count <= len(allowed):
+        raise ValueError(f"cores={count}: this process may use {len(allowed)} cores ({allowed}); "
+                         f"pass counts from 1 to {len(allowed)}, e.g. --cores 1,{len(allowed)}")
+    return allowed[:count]
 
 
 def _rss_mb(key: str) -> float:
@@ -80,23 +104,41 @@ def keras_recipe(data: str, v: Variant) -> Any:
     return ds.prefetch(tf.data.AUTOTUNE).repeat()  # a fresh pass per epoch, as Keras fit iterates
 
 
-def _build(state: dict, job: dict, warmup: int) -> dict:
-    """Builds the variant's dataset; times build + first batch; takes `warmup` batches untimed."""
+def _dataset(job: dict) -> tuple[Any, bool]:
+    """The variant's train dataset, and whether it was finite (then it is repeated here)."""
+    import tensorflow as tf
+
     from tfpipe import pipeline
 
     v = job["variant"]
-    start = time.perf_counter()
     if v.kind == "keras":
         ds = keras_recipe(job["data"], v)
+    elif v.kind == "dataset_fn":
+        ds = user_fns.call_dataset_fn(v.fn, v.pipeline, "train")
+    elif v.kind == "input_fn":
+        ds = user_fns.call_input_fn(v.fn, v.pipeline.batch_size, "train")
     else:
         ds = pipeline.build_dataset(job["shards"] if v.kind == "shards" else job["data"], "train",
                                     v.pipeline, v.features)
-    state["batches"] = iter(ds)
+    finite = int(ds.cardinality()) != int(tf.data.INFINITE_CARDINALITY)
+    return (ds.repeat() if finite else ds), finite  # a finite user dataset would end mid-turn
+
+
+def _build(state: dict, job: dict, warmup: int) -> dict:
+    """Builds the variant's dataset; times build + first batch; takes `warmup` batches untimed."""
+    start = time.perf_counter()
+    state["dataset"], finite = _dataset(job)
+    state["batches"] = iter(state["dataset"])
     next(state["batches"])
     first = time.perf_counter() - start
     for _ in range(warmup):
         next(state["batches"])
-    return {"first_batch_s": first}
+    return {"first_batch_s": first, "repeated": finite}
+
+
+def _ops(state: dict, job: dict, budget_s: float, cores: int) -> bench_ops.OpsReport:
+    """Single-thread rate of each op of the chain the variant iterates (as the user built it)."""
+    return bench_ops.measure_ops(state["dataset"], budget_s, cores, job["variant"].key)
 
 
 def _time(state: dict, job: dict, batches: int, step_s: float, min_s: float = 0.0) -> dict:
@@ -119,35 +161,6 @@ def _time(state: dict, job: dict, batches: int, step_s: float, min_s: float = 0.
                 time.sleep(step_s)  # the accelerator's step: releases the GIL like a real one
         taken += batches
     return {"batches": taken, "examples": examples, "seconds": time.perf_counter() - start, "wait_s": wait}
-
-
-def one_thread_rate(ds: Any, per_element: int, budget_s: float) -> float:
-    """Examples/s of `ds` on one thread, counted in-graph (no Python per element)."""
-    import tensorflow as tf
-
-    options = tf.data.Options()
-    options.threading.private_threadpool_size = 1
-    options.threading.max_intra_op_parallelism = 1
-    options.autotune.enabled = False
-    options.experimental_optimization.map_parallelization = False
-    ds = ds.with_options(options)
-    # Traced once with n as a tensor, so each call costs milliseconds, not a retrace.
-    reduce = tf.function(lambda n: ds.take(n).reduce(tf.constant(0, tf.int64), lambda total, _: total + 1))
-
-    def count(n: int) -> float:
-        start = time.perf_counter()
-        reduce(tf.constant(n, tf.int64))
-        return time.perf_counter() - start
-
-    count(2)  # traces the functions and opens the first files
-    n = 16
-    while True:  # grow n until one count takes a third of the budget
-        elapsed = count(n)
-        if elapsed >= budget_s / 3 or n >= 1 << 22:
-            break
-        n = max(2 * n, int(n * budget_s / 3 / max(elapsed, 1e-4)))
-    # Best of three: other processes on the machine only ever make a run slower.
-    return n * per_element / min(elapsed, count(n), count(n))
 
 
 def _stages(state: dict, job: dict, backends: Sequence[str], batch_size: int, budget_s: float) -> list:
@@ -174,18 +187,20 @@ def _stages(state: dict, job: dict, backends: Sequence[str], batch_size: int, bu
     return reports
 
 
-_COMMANDS = {"build": _build, "time": _time, "stages": _stages}
+_COMMANDS = {"build": _build, "time": _time, "stages": _stages, "ops": _ops}
 
 
 def worker_main(conn: Any, job: dict) -> None:
-    """A worker process: imports TensorFlow, then serves the parent's commands until "stop"."""
+    """A worker process: pins itself, imports TensorFlow, then serves the parent's commands until "stop"."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
+        if job.get("cpus"):  # before TensorFlow sizes its thread pools from the usable cores
+            os.sched_setaffinity(0, job["cpus"])
         import tensorflow as tf
 
         tf.get_logger().setLevel("ERROR")
         conn.send(("ok", {"import_rss_mb": _rss_mb("VmRSS"), "tf_version": tf.__version__,
-                          "gpu": bool(tf.config.list_physical_devices("GPU"))}))
+                          "gpu": bool(tf.config.list_physical_devices("GPU")), "usable_cores": usable_cores()}))
         state: dict = {}
         while True:
             command, kwargs = conn.recv()
