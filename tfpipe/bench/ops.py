@@ -23,6 +23,7 @@ _BATCH_OPS = ("BatchDataset", "BatchDatasetV2", "PaddedBatchDataset", "PaddedBat
               "DenseToSparseBatchDataset", "ExperimentalDenseToSparseBatchDataset", "RaggedBatchDataset")
 _UNBATCH_OPS = ("UnbatchDataset", "ExperimentalUnbatchDataset")
 _SKIPPED_OPS = ("OptionsDataset",)  # carries options only; replaced for timing anyway
+_PASSES = 3  # counts per prefix, in passes over the whole chain
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,8 +180,53 @@ def timing_options() -> Any:
     return options
 
 
+class _Counter:
+    """Counts the examples of the first n elements of a dataset on one thread, timed."""
+
+    def __init__(self, ds: Any, batched: bool, per_element: int):
+        import tensorflow as tf
+
+        ds = ds.repeat().with_options(timing_options())
+        add = _examples_counter(batched)
+        # Traced once with n as a tensor, so each call costs milliseconds, not a retrace.
+        self._reduce = tf.function(lambda n: ds.take(n).reduce(tf.constant(0, tf.int64), add))
+        self._scale = 1 if batched else per_element
+        self.n = 16
+        self.best = float("inf")  # seconds of the fastest count of n
+        self.examples = 0
+
+    def count(self, n: int) -> float:
+        """Seconds to take n elements; records the examples they held."""
+        import tensorflow as tf
+
+        start = time.perf_counter()
+        self.examples = int(self._reduce(tf.constant(n, tf.int64))) * self._scale
+        return time.perf_counter() - start
+
+    def calibrate(self, seconds: float) -> None:
+        """Grows n until one count takes `seconds` (after one count that traces and opens files)."""
+        self.count(2)
+        while True:
+            elapsed = self.count(self.n)
+            if elapsed >= seconds or self.n >= 1 << 22:
+                break
+            self.n = max(2 * self.n, int(self.n * seconds / max(elapsed, 1e-4)))
+        if not self.examples:
+            raise ValueError("the dataset yields no elements")
+        self.best = elapsed
+
+    def time(self) -> None:
+        """One more count of n; keeps the fastest (other processes only ever make a count slower)."""
+        self.best = min(self.best, self.count(self.n))
+
+    @property
+    def rate(self) -> float:
+        """Examples/s of the fastest count."""
+        return self.examples / self.best
+
+
 def examples_per_s(ds: Any, budget_s: float, *, batched: bool = False, per_element: int = 1) -> float:
-    """Examples/s of `ds` on one thread, counted in-graph (no Python per element).
+    """Examples/s of `ds` on one thread, counted in-graph (no Python per element): best of three.
 
     Args:
       ds: the dataset; repeated, so a finite one is timed over its epochs.
@@ -191,30 +237,11 @@ def examples_per_s(ds: Any, budget_s: float, *, batched: bool = False, per_eleme
     Raises:
       ValueError: the dataset yields nothing.
     """
-    import tensorflow as tf
-
-    ds = ds.repeat().with_options(timing_options())
-    add = _examples_counter(batched)
-    # Traced once with n as a tensor, so each call costs milliseconds, not a retrace.
-    reduce = tf.function(lambda n: ds.take(n).reduce(tf.constant(0, tf.int64), add))
-
-    def count(n: int) -> tuple[float, int]:
-        start = time.perf_counter()
-        examples = int(reduce(tf.constant(n, tf.int64)))
-        return time.perf_counter() - start, examples
-
-    count(2)  # traces the functions and opens the first files
-    n = 16
-    while True:  # grow n until one count takes a third of the budget
-        elapsed, examples = count(n)
-        if elapsed >= budget_s / 3 or n >= 1 << 22:
-            break
-        n = max(2 * n, int(n * budget_s / 3 / max(elapsed, 1e-4)))
-    if not examples:
-        raise ValueError("the dataset yields no elements")
-    # Best of three: other processes on the machine only ever make a run slower.
-    best = min(elapsed, count(n)[0], count(n)[0])
-    return examples * (1 if batched else per_element) / best
+    counter = _Counter(ds, batched, per_element)
+    counter.calibrate(budget_s / 3)
+    counter.time()
+    counter.time()
+    return counter.rate
 
 
 def one_thread_rate(ds: Any, per_element: int, budget_s: float) -> float:
@@ -237,17 +264,24 @@ def measure_ops(ds: Any, budget_s: float, cores: int, variant: str = "") -> OpsR
     Raises:
       ValueError: a prefix yields nothing, naming the op.
     """
-    ops, batched = [], False
+    prefixes, counters, batched = [], [], False
     for prefix in chain(ds):
         op = op_type(prefix)
         if op in _SKIPPED_OPS:
             continue
         batched = (batched or op in _BATCH_OPS) and op not in _UNBATCH_OPS
+        counter = _Counter(prefix, batched, 1)
         try:
-            rate = examples_per_s(prefix, budget_s, batched=batched)
+            counter.calibrate(budget_s / _PASSES)
         except ValueError as e:
             raise ValueError(f"{variant}: op {op} {_op_name(prefix)!r}: {e}") from None
-        parallel, parallelism = _parallelism(prefix, op, cores)
-        ops.append(OpRate(op, _op_name(prefix), rate, parallel, parallelism))
-    return OpsReport(variant, tuple(ops), cores)
+        prefixes.append((prefix, op))
+        counters.append(counter)
+    # Passes over all prefixes, best of each: a slow spell on a shared machine hits one
+    # count of every prefix alike instead of all counts of one prefix.
+    for _ in range(_PASSES - 1):
+        for counter in counters:
+            counter.time()
+    return OpsReport(variant, tuple(OpRate(op, _op_name(prefix), counter.rate, *_parallelism(prefix, op, cores))
+                                    for (prefix, op), counter in zip(prefixes, counters)), cores)
 
