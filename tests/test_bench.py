@@ -26,13 +26,14 @@ FEAT = FeatureConfig(clip_seconds=0.25)
 # The JSON keys users and scripts read; changing them is a schema change (bump SCHEMA_VERSION).
 TOP_KEYS = {"format", "version", "settings", "machine", "variants", "stages", "ops", "wall_s", "phases_s"}
 VARIANT_KEYS = {"name", "kind", "reference", "note", "config", "examples_per_s", "ratio", "baseline_ratio",
-                "cores", "pinned", "examples_per_s_per_core", "speedup", "first_batch_s", "import_rss_mb", "peak_rss_mb", "ms_per_batch", "input_wait_share", "ideal",
-                "share_of_ideal", "turns"}
+                "cores", "pinned", "examples_per_s_per_core", "speedup", "first_batch_s", "import_rss_mb",
+                "peak_rss_mb", "ms_per_batch", "input_wait_share", "ideal", "share_of_ideal", "turns"}
 STAGE_KEYS = {"backend", "cores", "limiting", "fused_rate", "vectorized_rate", "ideal", "stages"}
 MACHINE_KEYS = {"cores", "usable_cores", "tf_version", "python", "platform", "gpu"}
 SETTINGS_KEYS = {"data", "shards", "num_examples", "num_classes", "variants", "baseline", "ablation",
-                 "dataset_fn", "input_fns", "cores", "ops", "batches", "turn_batches", "turn_seconds", "repeats", "warmup", "settle_batches", "step_ms",
-                 "batch_size", "stage_seconds", "features", "overrides", "frozen_while_idle"}
+                 "dataset_fn", "input_fns", "cores", "ops", "batches", "turn_batches", "turn_seconds", "repeats",
+                 "warmup", "settle_batches", "step_ms", "batch_size", "stage_seconds", "features", "overrides",
+                 "frozen_while_idle"}
 
 
 # --- statistics (pure) ---------------------------------------------------------------------------
@@ -73,6 +74,27 @@ def test_stage_costs_name_the_limiting_stage_and_the_ideal():
     assert report.limiting == "features"
     assert report.ideal == 240.0  # the faster single-thread map times the cores
     assert added_ms((100.0, 200.0)) == pytest.approx((10.0, 0.0))  # a faster prefix (noise) adds nothing
+
+
+def test_ops_report_credits_parallel_ops_with_their_cores():
+    from tfpipe.bench.ops import OpRate, OpsReport
+
+    # 0.1, 0.9 and 0.25 ms/example added; the parallel map costs most but has 4 threads.
+    report = OpsReport("v", (OpRate("RangeDataset", "", 10_000.0), OpRate("ParallelMapDatasetV2", "decode", 1000.0,
+                                                                         True, 4),
+                             OpRate("MapDataset", "post", 800.0)), cores=4)
+    assert report.added_ms == pytest.approx((0.1, 0.9, 0.25))
+    assert report.capacities == pytest.approx((10_000.0, 4000 / 0.9, 4000.0))
+    assert report.limiting == 2 and report.label(2) == 'MapDataset "post"'  # 4000/s < 4444/s
+    sequential = dataclasses.replace(report, ops=report.ops[:1] + (OpRate("MapDataset", "decode", 1000.0),)
+                                     + report.ops[2:])
+    assert sequential.label(sequential.limiting) == 'MapDataset "decode"'  # 1111/s alone
+    data = report.to_dict()
+    assert data["limiting"] == 'MapDataset "post"' and [op["limits"] for op in data["ops"]] == [False, False, True]
+    assert set(data["ops"][0]) == {"op", "name", "examples_per_s", "added_ms_per_example", "parallel",
+                                   "parallelism", "capacity_examples_per_s", "limits"}
+    (line,) = [line for line in report.table_lines() if "limits the pipeline" in line]
+    assert line.split()[:2] == ["MapDataset", "post"]
 
 
 # --- variant specs ---------------------------------------------------------------------------------

@@ -172,7 +172,7 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
     # Stages (and the ideal) are measured on the first wav variant's features and batch size.
     staged = wav_variants[0] if wav_variants else None
     common = {"data": data and os.path.abspath(data), "shards": shards and os.path.abspath(shards),
-              "features": staged.features if staged else features}
+              "features": staged.features if staged else features, "sys_path": list(sys.path)}
     runs = with_cores(chosen, core_counts)
     phases = {}
 

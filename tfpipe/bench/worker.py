@@ -196,6 +196,8 @@ def worker_main(conn: Any, job: dict) -> None:
     try:
         if job.get("cpus"):  # before TensorFlow sizes its thread pools from the usable cores
             os.sched_setaffinity(0, job["cpus"])
+        # The fork server's path is the parent's when it started; a user's module may have come later.
+        sys.path.extend(p for p in job.get("sys_path", ()) if p not in sys.path)
         import tensorflow as tf
 
         tf.get_logger().setLevel("ERROR")
