@@ -538,6 +538,12 @@ def test_user_functions_by_spec_and_their_errors(user_file):
         bench.parse_variant("keras", dataset_fn="x.py:f")
     with pytest.raises(ValueError, match=r"n_mels: FeatureConfig field\(s\) do not reach dataset_fn"):
         bench.parse_variant("optimized:n_mels=40", dataset_fn="x.py:f")
+    # A user chain's epoch, for default turns of whole epochs: 18 clips in batches of 4, remainder dropped.
+    from tfpipe.bench import worker
+
+    make = bench.load_fn(f"{user_file}:dataset_fn")
+    for pipeline in (PipelineConfig.naive(batch_size=4), PipelineConfig.optimized(batch_size=4)):
+        assert worker._epoch_batches(make(pipeline, "train"), 4) == 4
     chosen = bench.resolve_variants([], ablation=True, dataset_fn="x.py:f")
     assert {v.kind for v in chosen} == {"dataset_fn"} and len(chosen) == 2 * (len(TOGGLES) + 1)  # no backend flip
     with pytest.raises(ValueError, match=r"read data: pass data="):

@@ -17,8 +17,8 @@ How a run is kept fair:
   * A turn is whole epochs by default, so chains whose work comes in a burst once per
     epoch (the naive whole-set shuffle refilling) get whole bursts, repeated until the
     turn lasts `turn_seconds`: a shard reader makes an epoch of 2,000 examples in ~20 ms,
-    too short to time anything but waking up. A user's own dataset has no known epoch:
-    its turn repeats blocks of USER_TURN_BATCHES instead.
+    too short to time anything but waking up. For a user's own dataset, its worker reports the epoch of the built chain (the last finite op, e.g. the batches
+    before the seed's final repeat), or USER_TURN_BATCHES where it cannot tell.
   * With `cores`, every variant runs once per core count, each process pinned to that
     many cores (sched_setaffinity, before TensorFlow sizes its thread pools), and takes
     its turns like any other variant: the speed-up to the first count is a ratio within
@@ -50,7 +50,7 @@ from tfpipe.config import FeatureConfig
 from tfpipe.errors import DataError
 
 MAX_EPOCH_BATCHES = 50  # cap on the default turn of one epoch, so a big corpus still finishes in minutes
-USER_TURN_BATCHES = 10  # a user dataset's epoch is unknown: its turn repeats blocks of this many batches
+USER_TURN_BATCHES = 10  # the turn of a user dataset whose epoch cannot be told from its chain
 _DATA_KINDS = ("pipeline", "keras")  # the variants that read `data`
 
 
@@ -114,7 +114,7 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
       baseline: the variant ratios compare to (ablation rows compare to their preset).
       step_ms: simulated accelerator step per batch (sleep), 0 = none.
       batches: batches timed per variant per round. Default: one epoch of each variant's
-        batch size (at most MAX_EPOCH_BATCHES; USER_TURN_BATCHES for a user's dataset), so
+        batch size (at most MAX_EPOCH_BATCHES; a user's dataset: the epoch its chain shows), so
         a chain whose work comes in bursts once per epoch (the naive whole-set shuffle
         refills) gets whole bursts per turn, repeated until the turn lasts `turn_seconds`.
       turn_seconds: with the default `batches`, a turn repeats its epoch until it has
@@ -163,9 +163,9 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
                 names = ", ".join(repr(v.name) for v in wav_variants if v.features.sample_rate == rate)
                 raise DataError(f"variant {names}: {e}") from e
     epoch = _check_sources(chosen, source, data, shards)
-    turn_batches = {v.name: batches or (USER_TURN_BATCHES if v.kind in USER_KINDS else
-                                        min(MAX_EPOCH_BATCHES, max(1, epoch[v.kind] // v.pipeline.batch_size)))
-                    for v in chosen}
+    # A user's dataset reports its own epoch once built (USER_TURN_BATCHES if it cannot tell).
+    turn_batches = {v.name: batches or min(MAX_EPOCH_BATCHES, max(1, epoch[v.kind] // v.pipeline.batch_size))
+                    for v in chosen if v.kind not in USER_KINDS}
     min_turn_s = 0.0 if batches else turn_seconds  # --batches asks for exactly that many
     measure_stages = stages and bool(source) and source.kind == "wav" and bool(wav_variants)
     backends = sorted({v.features.backend for v in wav_variants}, key=("tf", "librosa").index)
@@ -198,6 +198,10 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
             bar.set_description_str(f"bench: build {w.name}")
             builds.append(w.call("build", warmup=warmup))
             bar.update()
+        for v, build in zip(runs, builds):
+            if v.name not in turn_batches:  # a user's dataset: the first of its runs decides
+                epoch_batches = build["epoch_batches"] or USER_TURN_BATCHES
+                turn_batches[v.name] = batches or min(MAX_EPOCH_BATCHES, epoch_batches)
         phase("build")
         turns: dict[str, list[Turn]] = {v.key: [] for v in runs}
         for r in range(repeats):

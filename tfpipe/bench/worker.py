@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from tfpipe import sources
 from tfpipe.bench import ops as bench_ops
@@ -114,7 +114,7 @@ def _dataset(job: dict) -> tuple[Any, bool]:
     if v.kind == "keras":
         ds = keras_recipe(job["data"], v)
     elif v.kind == "dataset_fn":
-        ds = user_fns.call_dataset_fn(v.fn, v.pipeline, "train")
+        ds = user_fns.call_dataset_fn(v.fn, v.pipeline, "train").with_options(toggle_options(v.pipeline))
     elif v.kind == "input_fn":
         ds = user_fns.call_input_fn(v.fn, v.pipeline.batch_size, "train")
     else:
@@ -124,16 +124,50 @@ def _dataset(job: dict) -> tuple[Any, bool]:
     return (ds.repeat() if finite else ds), finite  # a finite user dataset would end mid-turn
 
 
+def toggle_options(p: Any) -> Any:
+    """The tf.data options tfpipe's own chain sets from the toggles, for a user's chain.
+
+    tf.data's default rewrites would quietly undo the "off" side: parallelize sequential
+    maps, fuse map+batch into a parallel op, inject a prefetch (see BUILD_NOTES.md).
+    """
+    import tensorflow as tf
+
+    options = tf.data.Options()
+    options.deterministic = p.deterministic
+    options.experimental_optimization.map_parallelization = p.parallel_map
+    options.experimental_optimization.map_and_batch_fusion = p.parallel_map
+    options.experimental_optimization.inject_prefetch = p.prefetch
+    return options
+
+
+def _epoch_batches(ds: Any, batch_size: int) -> Optional[int]:
+    """Batches in one epoch of a chain: the last finite op's size, in batches (None: unknown)."""
+    epoch, batched = None, False
+    for prefix in bench_ops.chain(ds):
+        op = bench_ops.op_type(prefix)
+        batched = (batched or op in bench_ops.BATCH_OPS) and op not in bench_ops.UNBATCH_OPS
+        cardinality = int(prefix.cardinality())
+        if cardinality > 0:
+            epoch = cardinality if batched else cardinality // max(1, batch_size)
+    return epoch or None
+
+
 def _build(state: dict, job: dict, warmup: int) -> dict:
-    """Builds the variant's dataset; times build + first batch; takes `warmup` batches untimed."""
+    """Builds the variant's dataset; times build + first batch; takes `warmup` batches untimed.
+
+    For a user's dataset, also reports its epoch in batches (None: unknown), which tfpipe
+    knows for its own chains from the data.
+    """
     start = time.perf_counter()
     state["dataset"], finite = _dataset(job)
     state["batches"] = iter(state["dataset"])
-    next(state["batches"])
+    batch_size = _num_examples(next(state["batches"]))
     first = time.perf_counter() - start
     for _ in range(warmup):
         next(state["batches"])
-    return {"first_batch_s": first, "repeated": finite}
+    user = job["variant"].kind in ("dataset_fn", "input_fn")
+    return {"first_batch_s": first, "repeated": finite,
+            "epoch_batches": _epoch_batches(state["dataset"], batch_size) if user else None}
 
 
 def _ops(state: dict, job: dict, budget_s: float, cores: int) -> bench_ops.OpsReport:
