@@ -24,15 +24,16 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FEAT = FeatureConfig(clip_seconds=0.25)
 
 # The JSON keys users and scripts read; changing them is a schema change (bump SCHEMA_VERSION).
-TOP_KEYS = {"format", "version", "settings", "machine", "variants", "stages", "wall_s", "phases_s"}
+TOP_KEYS = {"format", "version", "settings", "machine", "variants", "stages", "ops", "wall_s", "phases_s"}
 VARIANT_KEYS = {"name", "kind", "reference", "note", "config", "examples_per_s", "ratio", "baseline_ratio",
-                "first_batch_s", "import_rss_mb", "peak_rss_mb", "ms_per_batch", "input_wait_share", "ideal",
-                "share_of_ideal", "turns"}
+                "cores", "pinned", "examples_per_s_per_core", "speedup", "first_batch_s", "import_rss_mb",
+                "peak_rss_mb", "ms_per_batch", "input_wait_share", "ideal", "share_of_ideal", "turns"}
 STAGE_KEYS = {"backend", "cores", "limiting", "fused_rate", "vectorized_rate", "ideal", "stages"}
 MACHINE_KEYS = {"cores", "usable_cores", "tf_version", "python", "platform", "gpu"}
 SETTINGS_KEYS = {"data", "shards", "num_examples", "num_classes", "variants", "baseline", "ablation",
-                 "batches", "turn_batches", "turn_seconds", "repeats", "warmup", "settle_batches", "step_ms",
-                 "batch_size", "stage_seconds", "features", "overrides", "frozen_while_idle"}
+                 "dataset_fn", "input_fns", "cores", "ops", "batches", "turn_batches", "turn_seconds", "repeats",
+                 "warmup", "settle_batches", "step_ms", "batch_size", "stage_seconds", "features", "overrides",
+                 "frozen_while_idle"}
 
 
 # --- statistics (pure) ---------------------------------------------------------------------------
@@ -73,6 +74,27 @@ def test_stage_costs_name_the_limiting_stage_and_the_ideal():
     assert report.limiting == "features"
     assert report.ideal == 240.0  # the faster single-thread map times the cores
     assert added_ms((100.0, 200.0)) == pytest.approx((10.0, 0.0))  # a faster prefix (noise) adds nothing
+
+
+def test_ops_report_credits_parallel_ops_with_their_cores():
+    from tfpipe.bench.ops import OpRate, OpsReport
+
+    # 0.1, 0.9 and 0.25 ms/example added; the parallel map costs most but has 4 threads.
+    report = OpsReport("v", (OpRate("RangeDataset", "", 10_000.0), OpRate("ParallelMapDatasetV2", "decode", 1000.0,
+                                                                         True, 4),
+                             OpRate("MapDataset", "post", 800.0)), cores=4)
+    assert report.added_ms == pytest.approx((0.1, 0.9, 0.25))
+    assert report.capacities == pytest.approx((10_000.0, 4000 / 0.9, 4000.0))
+    assert report.limiting == 2 and report.label(2) == 'MapDataset "post"'  # 4000/s < 4444/s
+    sequential = dataclasses.replace(report, ops=report.ops[:1] + (OpRate("MapDataset", "decode", 1000.0),)
+                                     + report.ops[2:])
+    assert sequential.label(sequential.limiting) == 'MapDataset "decode"'  # 1111/s alone
+    data = report.to_dict()
+    assert data["limiting"] == 'MapDataset "post"' and [op["limits"] for op in data["ops"]] == [False, False, True]
+    assert set(data["ops"][0]) == {"op", "name", "examples_per_s", "added_ms_per_example", "parallel",
+                                   "parallelism", "capacity_examples_per_s", "limits"}
+    (line,) = [line for line in report.table_lines() if "limits the pipeline" in line]
+    assert line.split()[:2] == ["MapDataset", "post"]
 
 
 # --- variant specs ---------------------------------------------------------------------------------
@@ -176,10 +198,11 @@ def _result(step_ms=0.0):
     stats = round_stats(turns, refs)
     stage = StageReport("tf", (1000.0, 500.0, 250.0, 100.0, 100.0), 90.0, 120.0, 2)
     variants = tuple(VariantResult(name, "pipeline", refs[name], bench.parse_variant(name).config(), "",
-                                   tuple(turns[name]), stats[name], 1.5, 400.0, 600.0, stage.ideal)
+                                   tuple(turns[name]), stats[name], 1.5, 400.0, 600.0, stage.ideal, cores=2)
                      for name in ("naive", "optimized"))
     settings = {"data": "/data", "shards": None, "num_examples": 400, "num_classes": 4,
-                "variants": ["naive", "optimized"], "baseline": "naive", "ablation": False, "batches": 4,
+                "variants": ["naive", "optimized"], "baseline": "naive", "ablation": False, "dataset_fn": None,
+                "input_fns": [], "cores": None, "ops": False, "batches": 4,
                 "turn_batches": {"naive": 4, "optimized": 4}, "turn_seconds": 0.0, "repeats": 2, "warmup": 1,
                 "settle_batches": 1, "step_ms": step_ms, "batch_size": 25, "stage_seconds": 0.5, "features": {},
                 "overrides": {}, "frozen_while_idle": True}
@@ -191,7 +214,7 @@ def _result(step_ms=0.0):
 def test_json_schema_is_stable():
     data = json.loads(_result().to_json())
     assert set(data) == TOP_KEYS
-    assert (data["format"], data["version"]) == ("tfpipe-bench", 1)
+    assert (data["format"], data["version"]) == ("tfpipe-bench", 2)
     assert set(data["settings"]) == SETTINGS_KEYS
     assert set(data["machine"]) == MACHINE_KEYS
     assert set(data["variants"][0]) == VARIANT_KEYS
@@ -202,16 +225,18 @@ def test_json_schema_is_stable():
     optimized = data["variants"][1]
     assert optimized["ratio"] == 3.0  # rounds: 200/100 and 200/50 -> median of 2 and 4
     assert optimized["share_of_ideal"] == pytest.approx(200 / 240)
+    assert (optimized["cores"], optimized["examples_per_s_per_core"], optimized["speedup"]) == (2, 100.0, None)
 
 
 def test_table_shows_every_variant_ratio_and_the_limiting_stage():
     text = _result().table()
     lines = text.splitlines()
     header = next(line for line in lines if line.startswith("variant"))
-    assert all(col in header for col in ("examples/s", "min-max", "vs reference", "first batch", "peak RSS",
-                                         "% ideal"))
+    assert all(col in header for col in ("examples/s", "per core", "min-max", "vs reference", "first batch",
+                                         "peak RSS", "% ideal"))
     optimized = next(line for line in lines if line.startswith("optimized"))
     assert "3.00x naive" in optimized and "200" in optimized and "83%" in optimized
+    assert optimized.split()[1:3] == ["200", "100"]  # median, then per core (2 cores)
     assert "features" in next(line for line in lines if "limits the pipeline" in line)
     assert "ideal" in text and "240 examples/s" in text
     step_text = _result(step_ms=50).table()
@@ -345,5 +370,207 @@ def test_cli_help_explains_itself():
                          check=True).stdout
     for text in ("--variants", "optimized:fuse_maps=false", "naive:backend=librosa", "keras",
                  "--[no]ablation", "--step_ms", "--batches", "--turn_seconds", "--repeats", "--warmup", "--json",
-                 "--plot", "--shards", "--[no]prepare", "--workers", "--batch_size", "--n_mels"):
+                 "--plot", "--shards", "--[no]prepare", "--workers", "--batch_size", "--n_mels", "--dataset_fn",
+                 "--input_fn", "--[no]ops", "--cores"):
         assert text in out, text
+
+
+# --- any pipeline: a user's dataset_fn, plain input_fns, per-op rates, core counts ----------------
+
+# The seed question's functions (read bytes, decode_wav, post-process), written to a .py file the
+# way a user keeps them; dataset_fn builds the seed's chain from the PipelineConfig it is handed.
+USER_PIPELINE = '''
+import glob
+import os
+import time
+
+import tensorflow as tf
+
+DATA = {data!r}
+
+
+def _read_wav(filename, label):
+    wav, _ = tf.audio.decode_wav(tf.io.read_file(filename), desired_channels=1)
+    return tf.squeeze(wav, -1), label
+
+
+def _post_process(wav, label):
+    return tf.math.log(tf.abs(tf.signal.stft(wav, frame_length=400, frame_step=160)) + 1e-6), label
+
+
+def _files():
+    files = sorted(glob.glob(os.path.join(DATA, "*", "*.wav")))
+    classes = sorted({{os.path.basename(os.path.dirname(f)) for f in files}})
+    return files, [classes.index(os.path.basename(os.path.dirname(f))) for f in files]
+
+
+def dataset_fn(pipeline, mode):
+    files, labels = _files()
+    ds = tf.data.Dataset.from_tensor_slices((files, labels))
+    calls = tf.data.AUTOTUNE if pipeline.parallel_map else None
+    if pipeline.repeat_before_shuffle:
+        ds = ds.repeat()
+    if pipeline.fuse_maps:
+        ds = ds.shuffle(len(files)).map(lambda f, l: _post_process(*_read_wav(f, l)), num_parallel_calls=calls,
+                                        name="read_and_post")
+    else:
+        ds = ds.map(_read_wav, num_parallel_calls=calls, name="read").shuffle(len(files))
+        ds = ds.map(_post_process, num_parallel_calls=calls, name="post")
+    ds = ds.map(lambda spec, label: ({{"spec": spec}}, label)).batch(pipeline.batch_size, drop_remainder=True)
+    if not pipeline.repeat_before_shuffle:
+        ds = ds.repeat()
+    return ds.prefetch(tf.data.AUTOTUNE) if pipeline.prefetch else ds
+
+
+def _sleep(x):
+    time.sleep(0.002)
+    return x
+
+
+def slow_fn(pipeline, mode):
+    calls = tf.data.AUTOTUNE if pipeline.parallel_map else None
+    ds = tf.data.Dataset.range(10_000).repeat()
+    ds = ds.map(lambda x: tf.py_function(_sleep, [x], tf.int64), num_parallel_calls=calls, name="slow")
+    return ds.map(lambda x: (tf.fill([16], x), x % 3), name="fast").batch(pipeline.batch_size)
+
+
+def input_fn_a(params):  # Estimator style: the batch size comes in params
+    files, labels = _files()
+    ds = tf.data.Dataset.from_tensor_slices((files, labels)).repeat()
+    return ds.map(_read_wav).map(_post_process).batch(params["batch_size"], drop_remainder=True)
+
+
+def input_fn_b():  # no arguments, its own batch size, one epoch only
+    files, labels = _files()
+    return tf.data.Dataset.from_tensor_slices((files, labels)).map(_read_wav).batch(3, drop_remainder=True)
+
+
+def input_fn_tensors(mode, params, config):  # the seed's graph-mode habit: tensors, not a Dataset
+    return {{"wav": tf.zeros([2])}}, tf.zeros([2])
+'''
+
+
+@pytest.fixture(scope="module")
+def user_file(tiny, tmp_path_factory):
+    path = tmp_path_factory.mktemp("user") / "my_pipeline.py"
+    path.write_text(USER_PIPELINE.format(data=tiny))
+    return str(path)
+
+
+def _tfpipe(*args, timeout=240):
+    tfpipe_script = os.path.join(os.path.dirname(sys.executable), "tfpipe")
+    done = subprocess.run([tfpipe_script, "bench", "--noprogress", *args], capture_output=True, text=True,
+                          timeout=timeout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_cli_times_a_dataset_fn_from_a_file_with_each_variants_toggles(user_file, tmp_path):
+    out = _tfpipe("--dataset_fn", f"{user_file}:dataset_fn", "--variants", "naive,optimized", "--batch_size", "4",
+                  "--batches", "2", "--repeats", "2", "--warmup", "1", "--ops", "--stage_seconds", "0.05",
+                  "--json", str(tmp_path / "b.json"))
+    assert f"dataset_fn {user_file}:dataset_fn" in out.splitlines()[0]
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith(("naive ", "optimized "))}
+    assert set(rows) == {"naive", "optimized"} and "x naive" in rows["optimized"]
+    data = json.loads((tmp_path / "b.json").read_text())
+    assert data["settings"]["data"] is None and data["settings"]["dataset_fn"] == f"{user_file}:dataset_fn"
+    naive, optimized = data["variants"]
+    for v in (naive, optimized):
+        assert v["kind"] == "dataset_fn" and v["examples_per_s"]["median"] > 0
+        assert [t["examples"] for t in v["turns"]] == [8, 8] and v["config"]["pipeline"]["batch_size"] == 4
+    assert (naive["config"]["pipeline"]["fuse_maps"], optimized["config"]["pipeline"]["fuse_maps"]) == (False, True)
+    # The toggles reached the user's chain: its ops are the ones each PipelineConfig asks for.
+    ops = {o["variant"]: [(op["op"], op["name"]) for op in o["ops"]] for o in data["ops"]}
+    assert ("MapDataset", "read") in ops["naive"] and ("MapDataset", "post") in ops["naive"]
+    assert ops["naive"][-1] == ("RepeatDataset", "")  # the seed's order: batch, then repeat
+    assert ("ParallelMapDatasetV2", "read_and_post") in ops["optimized"]
+    assert ops["optimized"][1] == ("RepeatDataset", "") and ops["optimized"][-1] == ("PrefetchDataset", "")
+    assert all(op["examples_per_s"] > 0 for o in data["ops"] for op in o["ops"])
+    assert 'ParallelMapDatasetV2  read_and_post' in out
+
+
+def test_ops_names_a_deliberately_slow_map_as_the_limit(user_file):
+    result = bench.run(dataset_fn=f"{user_file}:slow_fn", variants=["naive", "optimized"], ops=True, batches=1,
+                       repeats=1, warmup=0, overrides={"batch_size": 4}, stage_seconds=0.1, progress=False)
+    assert [r.variant for r in result.ops] == ["naive", "optimized"]
+    for report, op in zip(result.ops, ("MapDataset", "ParallelMapDatasetV2")):
+        assert [(o.op, o.name) for o in report.ops] == [
+            ("RangeDataset", ""), ("RepeatDataset", ""), (op, "slow"), ("MapDataset", "fast"), ("BatchDatasetV2", "")]
+        assert report.label(report.limiting) == f'{op} "slow"'
+        assert report.added_ms[2] > 1.5  # the 2 ms sleep, give or take the shared machine
+    assert result.ops[1].ops[2].parallel and result.ops[1].ops[2].parallelism == result.machine["usable_cores"]
+    limit_lines = [line for line in result.table().splitlines() if "<- limits the pipeline" in line]
+    assert len(limit_lines) == 2 and all("slow" in line for line in limit_lines)
+
+
+def test_cli_ab_times_two_plain_input_fns(user_file, tmp_path):
+    specs = [f"{user_file}:input_fn_a", f"{user_file}:input_fn_b"]
+    out = _tfpipe("--input_fn", ",".join(specs), "--batch_size", "4", "--batches", "2", "--repeats", "2",
+                  "--warmup", "0", "--json", str(tmp_path / "ab.json"))
+    data = json.loads((tmp_path / "ab.json").read_text())
+    a, b = data["variants"]
+    assert [a["name"], b["name"]] == specs and {a["kind"], b["kind"]} == {"input_fn"}
+    assert [t["examples"] for t in a["turns"]] == [8, 8]  # params={"batch_size": 4} reached input_fn_a
+    assert [t["examples"] for t in b["turns"]] == [6, 6]  # input_fn_b batches by 3, whatever params say
+    assert b["note"] == "finite dataset: repeated" and a["note"] == ""
+    assert b["reference"] == specs[0] and b["ratio"] > 0 and a["examples_per_s"]["median"] > 0
+    assert f"x {specs[0]}" in next(line for line in out.splitlines() if line.startswith(specs[1]))
+
+
+def test_user_functions_by_spec_and_their_errors(user_file):
+    from tfpipe.bench import user_fns
+
+    assert bench.fn_spec(bench.parse_variant) == "tfpipe.bench.variants:parse_variant"
+    assert bench.load_fn("tfpipe.bench.variants:parse_variant") is bench.parse_variant
+    assert bench.load_fn(f"{user_file}:dataset_fn").__name__ == "dataset_fn"
+    with pytest.raises(ValueError, match="not a lambda or nested function"):
+        bench.fn_spec(lambda pipeline, mode: None)
+    with pytest.raises(ValueError, match=r"no file .*missing\.py"):
+        bench.load_fn("missing.py:fn")
+    with pytest.raises(ValueError, match=r"my_pipeline\.py has no 'nothing'"):
+        bench.load_fn(f"{user_file}:nothing")
+    with pytest.raises(ValueError, match=r"returned a tuple of 2 \(dict, .*\), not a tf.data.Dataset; .*"
+                                         r"instead of iterator.get_next\(\)"):
+        user_fns.call_input_fn(f"{user_file}:input_fn_tensors", 4)
+    with pytest.raises(ValueError, match=r"requires pipeline; an Estimator input_fn takes only mode, params"):
+        user_fns.call_input_fn(f"{user_file}:dataset_fn", 4)
+    with pytest.raises(ValueError, match=r"variant 'keras': with dataset_fn=.* the variants are the presets"):
+        bench.parse_variant("keras", dataset_fn="x.py:f")
+    with pytest.raises(ValueError, match=r"n_mels: FeatureConfig field\(s\) do not reach dataset_fn"):
+        bench.parse_variant("optimized:n_mels=40", dataset_fn="x.py:f")
+    # A user chain's epoch, for default turns of whole epochs: 18 clips in batches of 4, remainder dropped.
+    from tfpipe.bench import worker
+
+    make = bench.load_fn(f"{user_file}:dataset_fn")
+    for pipeline in (PipelineConfig.naive(batch_size=4), PipelineConfig.optimized(batch_size=4)):
+        assert worker._epoch_batches(make(pipeline, "train"), 4) == 4
+    chosen = bench.resolve_variants([], ablation=True, dataset_fn="x.py:f")
+    assert {v.kind for v in chosen} == {"dataset_fn"} and len(chosen) == 2 * (len(TOGGLES) + 1)  # no backend flip
+    with pytest.raises(ValueError, match=r"read data: pass data="):
+        bench.run(variants=["naive"], progress=False)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 usable cores")
+def test_cores_pin_every_variant_once_per_count_and_give_the_speedup(tiny, tmp_path):
+    result = bench.run(tiny, ["naive", "optimized"], cores=[1, 2], batches=2, repeats=2, warmup=0, features=FEAT,
+                       overrides={"batch_size": 4}, stage_seconds=0.05, progress=False)
+    assert [(v.name, v.cores, v.pinned) for v in result.variants] == [
+        ("naive", 1, True), ("naive", 2, True), ("optimized", 1, True), ("optimized", 2, True)]
+    stage = result.stages[0]
+    for v in result.variants:
+        first = result[f"{v.name}@1"]
+        assert v.speedup == pytest.approx(statistics.median(a.rate / b.rate for a, b in zip(v.turns, first.turns)))
+        assert v.per_core == pytest.approx(v.stats.median / v.cores)
+        assert v.ideal == pytest.approx(stage.ideal / stage.cores * v.cores)  # the ideal for its own cores
+    opt2 = result["optimized@2"]
+    assert opt2.reference == "naive" and opt2.stats.ratio == pytest.approx(statistics.median(
+        a.rate / b.rate for a, b in zip(opt2.turns, result["naive@2"].turns)))  # within one core count
+    data = json.loads(result.to_json())
+    assert data["settings"]["cores"] == [1, 2] and [v["speedup"] for v in data["variants"]][0] == 1.0
+    assert all(v["examples_per_s_per_core"] > 0 for v in data["variants"])
+    header = next(line for line in result.table().splitlines() if line.startswith("variant"))
+    assert "cores" in header and "vs 1 core" in header and "per core" in header
+    result.plot(str(tmp_path / "cores.png"))
+    assert (tmp_path / "cores.png").read_bytes()[:8] == PNG_MAGIC
+    with pytest.raises(ValueError, match=r"cores=3: this process may use 2 cores"):
+        bench.run(tiny, ["naive"], cores=[1, 3], progress=False)

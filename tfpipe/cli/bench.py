@@ -24,6 +24,19 @@ def define_bench() -> None:
     flags.DEFINE_string("data", None, "Wav folder (one subfolder per class), CSV manifest or shard folder. "
                         "Unset: a temporary synthetic corpus of 2000 one-second clips.")
     flags.DEFINE_string("shards", None, "Shard folder the `shards` variants read (write one with tfpipe prepare).")
+    flags.DEFINE_string("dataset_fn", None, "Time your own pipeline: MODULE:FUNCTION or FILE.py:FUNCTION, where "
+                        "FUNCTION(pipeline: PipelineConfig, mode: str) returns a tf.data.Dataset. Each variant "
+                        "(optimized, naive, optimized:fuse_maps=false, ...; --ablation) is the PipelineConfig "
+                        "handed to it, so the toggles apply to your chain. No --data needed.")
+    flags.DEFINE_list("input_fn", [], "A/B plain Estimator input_fns tfpipe did not build: MODULE:FN,FILE.py:FN2. "
+                      "Each is a variant named by its spec, called with the arguments it names (params="
+                      "{'batch_size': --batch_size}, mode='train') and must return a tf.data.Dataset. Alone, "
+                      "only the input_fns run; with --variants or --dataset_fn, alongside those.")
+    flags.DEFINE_boolean("ops", False, "Also time each dataset op of every variant's final chain on one thread "
+                         "(shown by op type and the name given with name=) and name the op that limits it.")
+    flags.DEFINE_list("cores", [], "Run every variant once per core count, its process pinned to that many cores "
+                      "(taskset-style), e.g. --cores 1,2: rows per (variant, cores), per-core rates and the "
+                      "speed-up over the first count, in the table, JSON and chart.")
     flags.DEFINE_string("variants", "naive,optimized",
                         "Comma-separated variants; the first is the baseline. Names: optimized, naive (the "
                         "presets), keras (audio_dataset_from_directory + the same log-mel map + prefetch), "
@@ -49,7 +62,8 @@ def define_bench() -> None:
                          "ideal (wav data only).")
     flags.DEFINE_float("stage_seconds", 0.5, "Time budget of each stage measurement.", lower_bound=0.05)
     flags.DEFINE_string("json", None, "Write every number, config and machine fact to this JSON file.")
-    flags.DEFINE_string("plot", None, "Write a PNG bar chart (examples/s per variant, min-max, ideal) here.")
+    flags.DEFINE_string("plot", None, "Write a PNG bar chart (examples/s per variant, min-max, ideal; grouped by "
+                        "core count with --cores) here.")
     flags.DEFINE_boolean("progress", True, "Show a progress line on stderr.")
     flags.DEFINE_boolean("prepare", False, "Instead of pipelines, time tfpipe.write_shards for each --workers count.")
     flags.DEFINE_list("workers", ["1", "2"], "--prepare: worker counts to compare, first = reference.")
@@ -75,12 +89,20 @@ def run_bench(argv: Sequence[str]) -> None:
         fail("--plot draws pipeline variants; --prepare has only its table and --json")
     if FLAGS.prepare and not all(w.isdigit() for w in FLAGS.workers):
         fail(f"--workers={','.join(FLAGS.workers)}: expected worker counts, e.g. --workers 1,2")
+    if not all(c.isdigit() and int(c) > 0 for c in FLAGS.cores):
+        fail(f"--cores={','.join(FLAGS.cores)}: expected core counts >= 1, e.g. --cores 1,2")
+    if FLAGS.prepare and (FLAGS.dataset_fn or FLAGS.input_fn or FLAGS.ops or FLAGS.cores):
+        fail("--prepare times write_shards; --dataset_fn, --input_fn, --ops and --cores time pipelines")
+    # A user's own pipeline needs no --data: tfpipe's chains run only when asked for.
+    variants = (bench.split_variants(FLAGS.variants)
+                if FLAGS.dataset_fn or not FLAGS.input_fn or FLAGS["variants"].present else [])
+    needs_data = FLAGS.prepare or (not FLAGS.dataset_fn and bool(variants))
     overrides = {**tfpipe_flags.set_fields(PipelineConfig), **tfpipe_flags.set_fields(FeatureConfig)}
     try:
         features = tfpipe_flags.feature_config()
         with contextlib.ExitStack() as stack:
             data = FLAGS.data
-            if data is None:
+            if data is None and needs_data:
                 from tfpipe import synthetic
 
                 data = stack.enter_context(tempfile.TemporaryDirectory(prefix="tfpipe-bench-corpus-"))
@@ -93,11 +115,13 @@ def run_bench(argv: Sequence[str]) -> None:
                                            num_shards=FLAGS.num_shards, features=features, store=FLAGS.store,
                                            progress=FLAGS.progress)
             else:
-                result = bench.run(data, bench.split_variants(FLAGS.variants), shards=FLAGS.shards,
+                result = bench.run(data, variants, dataset_fn=FLAGS.dataset_fn, input_fns=FLAGS.input_fn,
+                                   cores=[int(c) for c in FLAGS.cores] or None, ops=FLAGS.ops,
+                                   shards=FLAGS.shards, stages=FLAGS.stages,
                                    ablation=FLAGS.ablation, baseline=FLAGS.baseline, step_ms=FLAGS.step_ms,
                                    batches=FLAGS.batches, turn_seconds=FLAGS.turn_seconds,
                                    repeats=FLAGS.repeats, warmup=FLAGS.warmup, overrides=overrides,
-                                   stages=FLAGS.stages, stage_seconds=FLAGS.stage_seconds, progress=FLAGS.progress)
+                                   stage_seconds=FLAGS.stage_seconds, progress=FLAGS.progress)
     except (DataError, ValueError) as e:
         fail(str(e))
     print(result.table())

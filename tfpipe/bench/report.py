@@ -1,0 +1,396 @@
+"""What `tfpipe bench` found, and how it is shown: statistics, aligned table, JSON (chart: bench.chart).
+
+Everything here is pure (no TensorFlow, no processes), so the numbers a user reads
+can be checked against hand-computed ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+from typing import Any, Collection, Mapping, Optional, Sequence
+
+from tfpipe.bench.ops import OpsReport
+
+SCHEMA = "tfpipe-bench"
+SCHEMA_VERSION = 2  # 2: per-core rates, --cores (cores, pinned, speedup), --ops, user dataset_fn/input_fn
+STAGE_NAMES = ("list", "read", "decode", "features", "batch")
+
+
+@dataclasses.dataclass(frozen=True)
+class Turn:
+    """One timed turn of one variant: `batches` batches after one untimed settle batch.
+
+    Attributes:
+      batches: batches timed.
+      examples: examples in them.
+      seconds: wall time of the turn, simulated steps included.
+      wait_s: of that, time spent waiting for the next batch (input).
+    """
+
+    batches: int
+    examples: int
+    seconds: float
+    wait_s: float
+
+    @property
+    def rate(self) -> float:
+        """Examples per second in this turn."""
+        return self.examples / self.seconds
+
+
+@dataclasses.dataclass(frozen=True)
+class RoundStats:
+    """Examples/s of one variant over the rounds, and how it compares to its reference.
+
+    Attributes:
+      rates: examples/s in each round.
+      median, min, max: of `rates`.
+      ratio: median over rounds of (this rate / the reference's rate in the same round),
+        so drift that slows a whole round cancels out.
+    """
+
+    rates: tuple[float, ...]
+    median: float
+    min: float
+    max: float
+    ratio: float
+
+
+def round_stats(turns: Mapping[str, Sequence[Turn]], references: Mapping[str, str]) -> dict[str, RoundStats]:
+    """Per-variant statistics from the turns of each round.
+
+    Args:
+      turns: variant name -> its turns, round by round (the same number for every variant).
+      references: variant name -> the variant its ratio compares to (itself for the baseline).
+
+    Returns:
+      variant name -> RoundStats.
+    """
+    rates = {name: [t.rate for t in ts] for name, ts in turns.items()}
+    out = {}
+    for name, own in rates.items():
+        ref = rates[references[name]]
+        if len(ref) != len(own):
+            raise ValueError(f"{name}: {len(own)} rounds but its reference {references[name]} has {len(ref)}")
+        ratios = [a / b for a, b in zip(own, ref)]
+        out[name] = RoundStats(tuple(own), statistics.median(own), min(own), max(own),
+                               statistics.median(ratios))
+    return out
+
+
+def added_ms(rates: Sequence[float]) -> tuple[float, ...]:
+    """Milliseconds per example each prefix adds to the one before it (never below 0)."""
+    costs = [1000.0 / r for r in rates]
+    return tuple(max(0.0, c - p) for c, p in zip(costs, [0.0] + costs[:-1]))
+
+
+@dataclasses.dataclass(frozen=True)
+class StageReport:
+    """Single-thread throughput of each prefix of the wav chain, for one feature backend.
+
+    Attributes:
+      backend: "tf" or "librosa".
+      rates: examples/s of list, list+read, ..., list+read+decode+features+batch.
+      fused_rate: examples/s of one map doing read+decode+features per example.
+      vectorized_rate: examples/s of read per file, then decode+features on whole batches.
+      cores: usable cores (CPU affinity).
+    """
+
+    backend: str
+    rates: tuple[float, ...]
+    fused_rate: float
+    vectorized_rate: float
+    cores: int
+
+    @property
+    def added_ms(self) -> tuple[float, ...]:
+        """Milliseconds per example each stage adds."""
+        return added_ms(self.rates)
+
+    @property
+    def limiting(self) -> str:
+        """The stage that adds the most time per example."""
+        costs = self.added_ms
+        return STAGE_NAMES[costs.index(max(costs))]
+
+    @property
+    def ideal(self) -> float:
+        """The best single-thread way of running the maps, times the usable cores."""
+        return max(self.fused_rate, self.vectorized_rate) * self.cores
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
+        return {"backend": self.backend, "cores": self.cores, "limiting": self.limiting,
+                "fused_rate": self.fused_rate, "vectorized_rate": self.vectorized_rate, "ideal": self.ideal,
+                "stages": [{"name": n, "examples_per_s": r, "added_ms_per_example": a}
+                           for n, r, a in zip(STAGE_NAMES, self.rates, self.added_ms)]}
+
+
+@dataclasses.dataclass(frozen=True)
+class VariantResult:
+    """One variant's measurements.
+
+    Attributes:
+      name: the variant spec, e.g. "optimized:fuse_maps=false".
+      kind: "pipeline", "shards" or "keras".
+      reference: the variant `stats.ratio` compares to.
+      config: {"pipeline": ..., "features": ...} as plain dicts (pipeline None for keras).
+      note: e.g. why a toggle has no effect here.
+      turns: the timed turns, round by round.
+      stats: statistics over the turns.
+      first_batch_s: build + first batch, seconds (not in the rates).
+      import_rss_mb: resident memory after importing TensorFlow, before building.
+      peak_rss_mb: peak resident memory of the variant's process.
+      ideal: examples/s the stage measurements allow for this variant (None: not measured).
+      baseline_ratio: median of per-round ratios to the run's baseline (= stats.ratio unless
+        the reference is another variant, as for ablation rows).
+      cores: cores its process could use (pinned count, or the usable cores).
+      pinned: its process was pinned to `cores` (`--cores`).
+      speedup: median of per-round ratios to the same variant at the run's first core count
+        (None without `--cores`).
+    """
+
+    name: str
+    kind: str
+    reference: str
+    config: Mapping[str, Any]
+    note: str
+    turns: tuple[Turn, ...]
+    stats: RoundStats
+    first_batch_s: float
+    import_rss_mb: float
+    peak_rss_mb: float
+    ideal: Optional[float]
+    baseline_ratio: Optional[float] = None
+    cores: Optional[int] = None
+    pinned: bool = False
+    speedup: Optional[float] = None
+
+    @property
+    def key(self) -> str:
+        """The name, plus "@cores" when pinned (unique within a run)."""
+        return f"{self.name}@{self.cores}" if self.pinned else self.name
+
+    @property
+    def per_core(self) -> Optional[float]:
+        """Median examples/s per core it could use."""
+        return self.stats.median / self.cores if self.cores else None
+
+    @property
+    def share_of_ideal(self) -> Optional[float]:
+        """Median examples/s as a share of the ideal (None: no ideal measured)."""
+        return self.stats.median / self.ideal if self.ideal else None
+
+    @property
+    def wait_share(self) -> float:
+        """Median share of turn time spent waiting on input."""
+        return statistics.median(t.wait_s / t.seconds for t in self.turns)
+
+    @property
+    def ms_per_batch(self) -> float:
+        """Median wall milliseconds per batch, simulated step included."""
+        return statistics.median(1000.0 * t.seconds / t.batches for t in self.turns)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
+        s = self.stats
+        return {"name": self.name, "kind": self.kind, "reference": self.reference, "note": self.note,
+                "config": dict(self.config),
+                "examples_per_s": {"median": s.median, "min": s.min, "max": s.max, "rounds": list(s.rates)},
+                "ratio": s.ratio, "baseline_ratio": self.baseline_ratio, "cores": self.cores, "pinned": self.pinned,
+                "examples_per_s_per_core": self.per_core, "speedup": self.speedup,
+                "first_batch_s": self.first_batch_s,
+                "import_rss_mb": self.import_rss_mb, "peak_rss_mb": self.peak_rss_mb,
+                "ms_per_batch": self.ms_per_batch, "input_wait_share": self.wait_share, "ideal": self.ideal,
+                "share_of_ideal": self.share_of_ideal, "turns": [dataclasses.asdict(t) for t in self.turns]}
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchResult:
+    """Everything `tfpipe.bench.run` measured.
+
+    Attributes:
+      settings: data, batches, repeats, warmup, step_ms, baseline, ... as given.
+      machine: cores, usable cores, TF and Python versions, platform, GPU.
+      variants: one result per variant, in the order run.
+      stages: stage measurements per feature backend used (empty if not measured).
+      wall_s: wall time of the whole run.
+      phases: seconds spent starting workers, building, in rounds, on stages, on ops, stopping.
+      ops: per-op single-thread rates of each variant's final chain (empty without `ops`).
+    """
+
+    settings: Mapping[str, Any]
+    machine: Mapping[str, Any]
+    variants: tuple[VariantResult, ...]
+    stages: tuple[StageReport, ...]
+    wall_s: float
+    phases: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    ops: tuple[OpsReport, ...] = ()
+
+    def __getitem__(self, name: str) -> VariantResult:
+        """The variant by key ("optimized@2") or name (its first core count)."""
+        for v in self.variants:
+            if name in (v.key, v.name):
+                return v
+        raise KeyError(f"no variant {name!r}; measured: {', '.join(v.key for v in self.variants)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON: format, version, settings, machine, variants, stages, ops, wall_s, phases_s."""
+        return {"format": SCHEMA, "version": SCHEMA_VERSION, "settings": dict(self.settings),
+                "machine": dict(self.machine), "variants": [v.to_dict() for v in self.variants],
+                "stages": [s.to_dict() for s in self.stages], "ops": [o.to_dict() for o in self.ops],
+                "wall_s": self.wall_s, "phases_s": dict(self.phases)}
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        """The whole result as JSON text (see `to_dict` for the keys)."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def table(self) -> str:
+        """The aligned text table `tfpipe bench` prints."""
+        return bench_table(self)
+
+    def plot(self, path: str) -> None:
+        """Writes the PNG bar chart to `path` (grouped by core count with `--cores`)."""
+        from tfpipe.bench.chart import plot_bench
+
+        plot_bench(self, path)
+
+
+def align_table(rows: Sequence[Sequence[Any]], right: Collection[int] = ()) -> list[str]:
+    """Rows of cells as aligned lines: columns in `right` right-aligned (numbers), the rest left."""
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(str(c).rjust(w) if i in right else str(c).ljust(w)
+                      for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
+
+
+def _plural(n: int, word: str) -> str:
+    """'1 round', '5 rounds'."""
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _turn(settings: Mapping[str, Any]) -> str:
+    """What one turn is, e.g. "31 batches" or "epochs (31 batches) for >= 1 s"."""
+    counts = sorted(set(settings["turn_batches"].values()))
+    text = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+    if settings["batches"]:
+        return f"{text} batches"
+    seconds = settings["turn_seconds"]
+    return f"epochs ({text} batches) for >= {seconds:g} s" if seconds else f"one epoch ({text} batches)"
+
+
+def _source(settings: Mapping[str, Any]) -> str:
+    """What the variants read: "2000 examples in DIR", the dataset_fn, the input_fns."""
+    parts = []
+    if settings.get("num_examples") is not None:
+        parts.append(f"{settings['num_examples']} examples in {settings['data']}")
+    if settings.get("dataset_fn"):
+        parts.append(f"dataset_fn {settings['dataset_fn']}")
+    if settings.get("input_fns"):
+        parts.append(f"input_fn {', '.join(settings['input_fns'])}")
+    return "; ".join(parts) or "no data"
+
+
+def bench_table(result: BenchResult) -> str:
+    """Header, one row per variant (per core count with --cores), then the stage and op breakdowns."""
+    s, m = result.settings, result.machine
+    step = s["step_ms"] > 0
+    pinned = bool(s.get("cores"))
+    lines = [f"tfpipe bench: {_source(s)}, {_plural(s['repeats'], 'round')} x "
+             f"{_turn(s)} (after {s['warmup']} warm-up), TF {m['tf_version']}, "
+             f"{m['usable_cores']} usable cores"
+             + (f", each variant pinned to {', '.join(map(str, s['cores']))} cores in turn" if pinned else "")
+             + (f", simulated step {s['step_ms']:g} ms/batch" if step else "")]
+    head = ["variant"] + ["cores"] * pinned + ["examples/s", "per core", "min-max", "vs reference"]
+    head += [f"vs {_plural(s['cores'][0], 'core')}"] if pinned else []
+    head += ["first batch", "peak RSS", "% ideal"] + ["ms/batch", "input wait"] * step
+    rows = [head + ["note"]]
+    for v in result.variants:
+        st = v.stats
+        row = [v.name] + [str(v.cores)] * pinned
+        row += [f"{st.median:,.0f}", "-" if v.per_core is None else f"{v.per_core:,.0f}",
+                f"{st.min:,.0f}-{st.max:,.0f}", "-" if v.reference == v.name else f"{st.ratio:.2f}x {v.reference}"]
+        row += [f"{v.speedup:.2f}x" if v.speedup is not None else "-"] * pinned
+        row += [f"{v.first_batch_s:.2f} s", f"{v.peak_rss_mb:,.0f} MB",
+                "-" if v.share_of_ideal is None else f"{v.share_of_ideal:.0%}"]
+        row += [f"{v.ms_per_batch:.1f}", f"{v.wait_share:.0%}"] if step else []
+        rows.append(row + [v.note])
+    lines += align_table(rows, right=range(1, len(head)))  # name left, numbers right, note left
+    if pinned:
+        lines.append("Each core count is its own process pinned to that many cores (sched_setaffinity); "
+                     "\"vs reference\" compares within one core count.")
+    if step:
+        lines.append(f"With a {s['step_ms']:g} ms step, a chain without prefetch costs input + step per "
+                     f"batch; with prefetch, max(input, step).")
+    for rep in result.stages:
+        lines += ["", f"stages ({rep.backend} features, one thread; each row adds one step to the chain):"]
+        stage_rows = [["stage", "examples/s", "ms/example added", ""]]
+        for name, rate, cost in zip(STAGE_NAMES, rep.rates, rep.added_ms):
+            mark = "<- limits the pipeline" if name == rep.limiting else ""
+            stage_rows.append([name, f"{rate:,.0f}", f"{cost:.3f}", mark])
+        lines += ["  " + line for line in align_table(stage_rows, right=range(1, 4))]
+        lines.append(f"  ideal = best single-thread map ({rep.fused_rate:,.0f}/s per example fused, "
+                     f"{rep.vectorized_rate:,.0f}/s vectorized) x {rep.cores} cores = "
+                     f"{rep.ideal:,.0f} examples/s" + (" (pinned rows: x their cores)" if pinned else ""))
+    for report in result.ops:
+        lines += [""] + report.table_lines()
+    lines.append(f"\n({len(result.variants)} variants in {result.wall_s:.0f} s; each in its own process, "
+                 f"timed in turns while the others are paused)")
+    return "\n".join(lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class PrepareResult:
+    """`tfpipe bench --prepare`: write_shards wall time per worker count.
+
+    Attributes:
+      settings: data, num_shards, store, repeats, num_examples.
+      machine: as in BenchResult.
+      seconds: worker count -> wall seconds of each timed run.
+      writing_seconds: worker count -> seconds of each run after its workers were ready
+        (start-up excluded: the part more workers can speed up).
+    """
+
+    settings: Mapping[str, Any]
+    machine: Mapping[str, Any]
+    seconds: Mapping[int, tuple[float, ...]]
+    writing_seconds: Mapping[int, tuple[float, ...]]
+
+    def median(self, workers: int, writing: bool = False) -> float:
+        """Median wall (or, with `writing`, after-start-up) seconds of the runs with `workers` workers."""
+        return statistics.median((self.writing_seconds if writing else self.seconds)[workers])
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON, one entry per worker count with its speedup over the first."""
+        first = next(iter(self.seconds))
+        return {"format": SCHEMA + "-prepare", "version": SCHEMA_VERSION, "settings": dict(self.settings),
+                "machine": dict(self.machine),
+                "workers": [{"num_workers": w, "seconds": list(s), "median_s": self.median(w),
+                             "examples_per_s": self.settings["num_examples"] / self.median(w),
+                             "speedup": self.median(first) / self.median(w),
+                             "writing_seconds": list(self.writing_seconds[w]),
+                             "writing_examples_per_s": self.settings["num_examples"] / self.median(w, True),
+                             "writing_speedup": self.median(first, True) / self.median(w, True)}
+                            for w, s in self.seconds.items()]}
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        """The whole result as JSON text."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def table(self) -> str:
+        """Aligned table: one row per worker count."""
+        s = self.settings
+        rows = [["workers", "median s", "min-max s", "examples/s", "speedup", "after start-up: examples/s",
+                 "speedup"]]
+        for row in self.to_dict()["workers"]:
+            secs = row["seconds"]
+            rows.append([str(row["num_workers"]), f"{row['median_s']:.2f}",
+                         f"{min(secs):.2f}-{max(secs):.2f}", f"{row['examples_per_s']:,.0f}",
+                         f"{row['speedup']:.2f}x", f"{row['writing_examples_per_s']:,.0f}",
+                         f"{row['writing_speedup']:.2f}x"])
+        return "\n".join([f"tfpipe bench --prepare: write_shards of {s['num_examples']} examples in "
+                          f"{s['data']} into {s['num_shards']} shards (store={s['store']}), "
+                          f"median of {s['repeats']} "
+                          f"alternating runs, {self.machine['usable_cores']} usable cores"]
+                         + align_table(rows, right=range(1, len(rows[0]))))

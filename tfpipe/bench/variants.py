@@ -1,0 +1,258 @@
+"""What `tfpipe bench` times: variant specs (`optimized:fuse_maps=false`, ...) parsed into Variants.
+
+A variant is one of tfpipe's chains over --data (`pipeline`), the shard folder (`shards`),
+the Keras recipe (`keras`), a user's own dataset_fn given the variant's PipelineConfig
+(`dataset_fn`), or a user's plain Estimator input_fn (`input_fn`). Pure: no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping, Optional, Sequence, Union
+
+from tfpipe.config import PRESETS, TOGGLES, FeatureConfig, PipelineConfig, field_type
+
+BASES = ("optimized", "naive", "keras", "shards")
+DEFAULT_VARIANTS = ("naive", "optimized")
+
+_PIPELINE_FIELDS = {f.name: f for f in dataclasses.fields(PipelineConfig)}
+_FEATURE_FIELDS = {f.name: f for f in dataclasses.fields(FeatureConfig)}
+_FIELDS = {**_PIPELINE_FIELDS, **_FEATURE_FIELDS}
+_KERAS_FIELDS = ("batch_size", "seed", *_FEATURE_FIELDS)
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+USER_KINDS = ("dataset_fn", "input_fn")  # the user's own functions build the dataset
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One input pipeline to time.
+
+    Attributes:
+      name: the spec it was parsed from, e.g. "optimized:fuse_maps=false" (an input_fn: its spec).
+      kind: "pipeline" (build_dataset over the data), "shards" (build_dataset over the
+        shard folder), "keras" (audio_dataset_from_directory + the same log-mel map),
+        "dataset_fn" (the user's function given `pipeline`) or "input_fn" (the user's
+        Estimator input_fn, given params={"batch_size": pipeline.batch_size}).
+      pipeline: its PipelineConfig (keras uses only batch_size and seed, input_fn only batch_size).
+      features: its FeatureConfig (unused by the user kinds).
+      changed: the fields its spec set.
+      reference: the variant its ratio compares to ("": the run's baseline).
+      fn: "MODULE:FUNCTION" or "FILE.py:FUNCTION" of the user's function (user kinds only).
+      cores: CPU cores its process is pinned to (None: not pinned, all usable cores).
+    """
+
+    name: str
+    kind: str
+    pipeline: PipelineConfig
+    features: FeatureConfig
+    changed: tuple[str, ...] = ()
+    reference: str = ""
+    fn: str = ""
+    cores: Optional[int] = None
+
+    @property
+    def key(self) -> str:
+        """Unique within a run: the name, plus "@cores" when pinned (e.g. "optimized@2")."""
+        return self.name if self.cores is None else f"{self.name}@{self.cores}"
+
+    def config(self) -> dict[str, Any]:
+        """The full configuration, as plain dicts for JSON."""
+        pipe = dataclasses.asdict(self.pipeline)
+        if self.kind == "keras":
+            pipe = {"recipe": "audio_dataset_from_directory(shuffle=True) -> repeat per epoch -> "
+                              "map(log_mel, AUTOTUNE) -> prefetch(AUTOTUNE)",
+                    "batch_size": pipe["batch_size"], "seed": pipe["seed"]}
+        if self.kind == "dataset_fn":
+            return {"pipeline": pipe, "features": None, "dataset_fn": self.fn}
+        if self.kind == "input_fn":
+            return {"pipeline": None, "features": None, "input_fn": self.fn,
+                    "params": {"batch_size": self.pipeline.batch_size}}
+        return {"pipeline": pipe, "features": dataclasses.asdict(self.features)}
+
+
+def parse_value(field: str, text: str) -> Any:
+    """Parses `text` as a value of the PipelineConfig or FeatureConfig field `field`.
+
+    Raises:
+      ValueError: unknown field (naming the allowed ones) or a value of the wrong type.
+    """
+    if field not in _FIELDS:
+        raise ValueError(f"unknown field {field!r}; allowed fields: {', '.join(_FIELDS)}")
+    spec = _FIELDS[field]
+    kind = field_type(spec)
+    text = text.strip()
+    if spec.default is None and text.lower() in ("none", ""):
+        return None
+    if kind is bool:
+        if text.lower() in _TRUE + _FALSE:
+            return text.lower() in _TRUE
+        raise ValueError(f"{field}={text!r}: expected true or false")
+    if kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            expected = "an integer" if kind is int else "a number"
+            raise ValueError(f"{field}={text!r}: expected {expected}") from None
+    choices = spec.metadata.get("choices")
+    if choices and text not in choices:
+        raise ValueError(f"{field}={text!r}: allowed values are {', '.join(choices)}")
+    return text
+
+
+def _parse_items(items: Sequence[str], spec: str) -> dict[str, Any]:
+    """`field=value` items (or absl-style bare `prefetch` / `noprefetch`) -> typed values."""
+    values = {}
+    for item in items:
+        key, eq, text = (part.strip() for part in item.partition("="))
+        if not eq:
+            bare = key[2:] if key.startswith("no") and key not in _FIELDS else key
+            if bare in _FIELDS and isinstance(_FIELDS[bare].default, bool):
+                values[bare] = bare == key
+                continue
+            raise ValueError(f"variant {spec!r}: {item!r} is not field=value (e.g. fuse_maps=false)")
+        try:
+            values[key] = parse_value(key, text)
+        except ValueError as e:
+            raise ValueError(f"variant {spec!r}: {e}") from None
+    return values
+
+
+def parse_variant(spec: str, features: Optional[FeatureConfig] = None,
+                  overrides: Optional[Mapping[str, Any]] = None, *, dataset_fn: str = "") -> Variant:
+    """Parses a variant spec: `NAME[:field=value,...]`.
+
+    NAME is a preset (`optimized`, `naive`), `keras` (the recipe a Keras user would
+    write; takes batch_size, seed and FeatureConfig fields) or `shards` (the shard
+    folder, optimized preset; `shards:naive,...` for the naive one). Fields are
+    PipelineConfig and FeatureConfig fields, e.g. `optimized:fuse_maps=false`,
+    `naive:backend=librosa`, `optimized:batch_size=32,n_mels=40`.
+
+    Args:
+      spec: the spec.
+      features: FeatureConfig the spec's feature fields start from.
+      overrides: typed field values applied to every variant before its own.
+      dataset_fn: "MODULE:FUNCTION" of a user's dataset_fn: the variant is its PipelineConfig
+        handed to that function (presets and PipelineConfig fields only).
+
+    Raises:
+      ValueError: unknown name or field, or a bad value, naming the allowed ones.
+    """
+    name = spec.strip()
+    base, _, rest = (part.strip() for part in name.partition(":"))
+    if base not in BASES:
+        raise ValueError(f"variant {spec!r}: unknown name {base!r}; allowed: {', '.join(BASES)}, "
+                         f"each optionally with :field=value,... "
+                         f"(e.g. optimized:fuse_maps=false, naive:backend=librosa)")
+    if dataset_fn and base not in PRESETS:
+        raise ValueError(f"variant {spec!r}: with dataset_fn={dataset_fn!r} the variants are the presets "
+                         f"{', '.join(PRESETS)} (each optionally with :field=value) handed to your function; "
+                         f"{base} reads tfpipe's own data and does not apply")
+    items = [i.strip() for i in rest.split(",") if i.strip()]
+    preset = "naive" if base == "naive" else "optimized"
+    if base == "shards" and items and items[0] in PRESETS:
+        preset = items.pop(0)
+    own = _parse_items(items, name)
+    if base == "keras" and set(own) - set(_KERAS_FIELDS):
+        raise ValueError(f"variant {spec!r}: keras takes only batch_size, seed and FeatureConfig fields, "
+                         f"not {', '.join(sorted(set(own) - set(_KERAS_FIELDS)))}")
+    values = {**(overrides or {}), **own}
+    unknown = sorted(set(values) - set(_FIELDS))
+    if unknown:
+        raise ValueError(f"unknown field(s) {', '.join(unknown)}; allowed fields: {', '.join(_FIELDS)}")
+    feature_fields = sorted(set(values) & set(_FEATURE_FIELDS))
+    if dataset_fn and feature_fields:
+        raise ValueError(f"variant {spec!r}: {', '.join(feature_fields)}: FeatureConfig field(s) do not reach "
+                         f"dataset_fn={dataset_fn!r}, which builds its own features; only PipelineConfig "
+                         f"fields apply ({', '.join(_PIPELINE_FIELDS)})")
+    try:
+        pipeline = PipelineConfig.preset(preset, **{k: v for k, v in values.items() if k in _PIPELINE_FIELDS})
+        feats = dataclasses.replace(features or FeatureConfig(),
+                                    **{k: v for k, v in values.items() if k in _FEATURE_FIELDS})
+    except ValueError as e:
+        raise ValueError(f"variant {spec!r}: {e}") from None
+    if dataset_fn:
+        return Variant(name, "dataset_fn", pipeline, feats, tuple(own), fn=dataset_fn)
+    kind = base if base in ("keras", "shards") else "pipeline"
+    return Variant(name, kind, pipeline, feats, tuple(own))
+
+
+def input_fn_variant(spec: str, batch_size: int) -> Variant:
+    """A user's plain Estimator input_fn ("MODULE:FN" or "FILE.py:FN"), named by its spec."""
+    spec = spec.strip()
+    if ":" not in spec:
+        raise ValueError(f"input_fn {spec!r}: expected MODULE:FUNCTION or FILE.py:FUNCTION")
+    return Variant(spec, "input_fn", PipelineConfig.optimized(batch_size=batch_size), FeatureConfig(), fn=spec)
+
+
+def split_variants(text: str) -> list[str]:
+    """Splits a comma-separated variant list, keeping each variant's overrides with it.
+
+    'naive,optimized:fuse_maps=false,n_mels=40,keras' ->
+    ['naive', 'optimized:fuse_maps=false,n_mels=40', 'keras'].
+
+    A comma starts a new variant only before a name (the part before ':' is one of
+    BASES); anything else continues the previous variant's overrides.
+    """
+    specs: list[str] = []
+    for token in (t.strip() for t in text.split(",")):
+        if token.partition(":")[0].strip() in BASES or not specs:
+            specs.append(token)
+        elif token:
+            specs[-1] += ("," if ":" in specs[-1] else ":") + token
+    return [s for s in specs if s]
+
+
+def ablation_variants(features: Optional[FeatureConfig] = None,
+                      overrides: Optional[Mapping[str, Any]] = None, *, dataset_fn: str = "") -> list[Variant]:
+    """optimized and naive, then each TOGGLE flipped alone in each, then the other feature backend.
+
+    From optimized, flipping a toggle gives its naive value (prefetch_to_device, off in
+    both presets, is switched on); from naive, it switches the optimization on. With a
+    dataset_fn the toggles are flipped in the PipelineConfig handed to it (no backend).
+    """
+    out = []
+    for preset in PRESETS:
+        base = parse_variant(preset, features, overrides, dataset_fn=dataset_fn)
+        out.append(base)
+        flips = [f"{t}={str(not getattr(base.pipeline, t)).lower()}" for t in TOGGLES]
+        if not dataset_fn:
+            flips.append(f"backend={'librosa' if base.features.backend == 'tf' else 'tf'}")
+        out += [dataclasses.replace(parse_variant(f"{preset}:{flip}", features, overrides, dataset_fn=dataset_fn),
+                                    reference=preset)
+                for flip in flips]
+    return out
+
+
+def resolve_variants(variants: Sequence[Union[str, Variant]], features: Optional[FeatureConfig] = None,
+                     overrides: Optional[Mapping[str, Any]] = None, ablation: bool = False,
+                     baseline: Optional[str] = None, *, dataset_fn: str = "",
+                     input_fns: Sequence[str] = ()) -> list[Variant]:
+    """The variants to run, each with its reference set: specs parsed, ablation added, duplicates dropped.
+
+    input_fns come after the other variants, each named by its spec.
+    """
+    chosen = [v if isinstance(v, Variant) else parse_variant(v, features, overrides, dataset_fn=dataset_fn)
+              for v in variants]
+    chosen += ablation_variants(features, overrides, dataset_fn=dataset_fn) if ablation else []
+    if input_fns:
+        batch_size = (overrides or {}).get("batch_size", PipelineConfig().batch_size)
+        chosen += [input_fn_variant(spec, batch_size) for spec in input_fns]
+    first: dict[str, Variant] = {}
+    for v in chosen:
+        first.setdefault(v.name, v)  # a user's own spec wins over the same one from the ablation
+    unique = list(first.values())
+    if not unique:
+        raise ValueError("no variants to run; name some, e.g. --variants naive,optimized")
+    names = [v.name for v in unique]
+    baseline = baseline or names[0]
+    if baseline not in names:
+        raise ValueError(f"baseline {baseline!r} is not one of the variants: {', '.join(names)}")
+    return [dataclasses.replace(v, reference=baseline if v.name == baseline else v.reference or baseline)
+            for v in unique]
+
+
+def with_cores(variants: Sequence[Variant], cores: Optional[Sequence[int]]) -> list[Variant]:
+    """Each variant once per core count (variant-major: A@1, A@2, B@1, B@2); unchanged if no counts."""
+    if not cores:
+        return list(variants)
+    return [dataclasses.replace(v, cores=c) for v in variants for c in cores]

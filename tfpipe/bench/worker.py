@@ -1,0 +1,340 @@
+"""Both ends of a `tfpipe bench` worker process: what runs inside it, and the parent's handle.
+
+A worker pins itself to its cores (if told to), imports TensorFlow, then serves
+commands from its pipe: "build" (build the variant's dataset, time the first batch,
+take the warm-up batches), "time" (one turn), "stages" (single-thread rate of each
+stage of the wav chain), "ops" (single-thread rate of each op of the final chain) and
+"stop". The parent's `Worker` freezes the process with SIGSTOP whenever it is not
+serving a command, so an idle variant's tf.data threads never run while another is timed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+from tfpipe import sources
+from tfpipe.bench import ops as bench_ops
+from tfpipe.bench import user_fns
+from tfpipe.bench.ops import one_thread_rate  # noqa: F401  (old home: tfpipe.bench_worker.one_thread_rate)
+from tfpipe.errors import DataError
+
+if TYPE_CHECKING:
+    from tfpipe.bench.variants import Variant
+
+SETTLE_BATCHES = 1  # untimed at the start of every turn: the one whose making spans the pause
+FREEZE = hasattr(signal, "SIGSTOP")
+# Imported once by the fork server; each worker forks from it instead of importing TensorFlow anew.
+PRELOAD = ["tensorflow", "tfpipe.pipeline", "tfpipe.bench.worker"]
+
+
+def context() -> Any:
+    """The multiprocessing context workers start from: a TensorFlow-preloaded fork server if possible."""
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")  # fresh interpreter: no inherited TF threads or state
+    ctx = multiprocessing.get_context("forkserver")  # forks before TF starts any thread: safe and fast
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity), or all cores where affinity is unknown."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def pin_cpus(count: int) -> list[int]:
+    """The first `count` cores of this process's affinity set: what a variant pinned to `count` gets.
+
+    Raises:
+      ValueError: more cores asked for than usable, or pinning unsupported here.
+    """
+    if not hasattr(os, "sched_setaffinity"):
+        raise ValueError("cores: pinning needs os.sched_setaffinity (Linux); run without --cores here")
+    allowed = sorted(os.sched_getaffinity(0))
+    if not 1 <= count <= len(allowed):
+        raise ValueError(f"cores={count}: this process may use {len(allowed)} cores ({allowed}); "
+                         f"pass counts from 1 to {len(allowed)}, e.g. --cores 1,{len(allowed)}")
+    return allowed[:count]
+
+
+def _rss_mb(key: str) -> float:
+    """VmRSS (now) or VmHWM (peak) of this process in MB; getrusage's peak where /proc is missing."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1 << 20 if sys.platform == "darwin" else 1 << 10)
+
+
+def _num_examples(batch: Any) -> int:
+    """Batch size of a (features, labels) batch."""
+    import tensorflow as tf
+
+    return int(tf.nest.flatten(batch)[-1].shape[0])
+
+
+def keras_recipe(data: str, v: Variant) -> Any:
+    """What a Keras user writes instead: audio_dataset_from_directory + the same log-mel map + prefetch."""
+    import tensorflow as tf
+
+    from tfpipe import audio
+
+    f = v.features
+    with contextlib.redirect_stdout(io.StringIO()):  # "Found N files belonging to K classes."
+        ds = tf.keras.utils.audio_dataset_from_directory(
+            data, batch_size=v.pipeline.batch_size, output_sequence_length=f.num_samples, shuffle=True,
+            seed=v.pipeline.seed)
+    ds = ds.map(lambda wav, label: ({f.feature_key: audio.compute_features(tf.squeeze(wav, -1), f)}, label),
+                num_parallel_calls=tf.data.AUTOTUNE)
+    return ds.prefetch(tf.data.AUTOTUNE).repeat()  # a fresh pass per epoch, as Keras fit iterates
+
+
+def _dataset(job: dict) -> tuple[Any, bool]:
+    """The variant's train dataset, and whether it was finite (then it is repeated here)."""
+    import tensorflow as tf
+
+    from tfpipe import pipeline
+
+    v = job["variant"]
+    if v.kind == "keras":
+        ds = keras_recipe(job["data"], v)
+    elif v.kind == "dataset_fn":
+        ds = user_fns.call_dataset_fn(v.fn, v.pipeline, "train").with_options(toggle_options(v.pipeline))
+    elif v.kind == "input_fn":
+        ds = user_fns.call_input_fn(v.fn, v.pipeline.batch_size, "train")
+    else:
+        ds = pipeline.build_dataset(job["shards"] if v.kind == "shards" else job["data"], "train",
+                                    v.pipeline, v.features)
+    finite = int(ds.cardinality()) != int(tf.data.INFINITE_CARDINALITY)
+    return (ds.repeat() if finite else ds), finite  # a finite user dataset would end mid-turn
+
+
+def toggle_options(p: Any) -> Any:
+    """The tf.data options tfpipe's own chain sets from the toggles, for a user's chain.
+
+    tf.data's default rewrites would quietly undo the "off" side: parallelize sequential
+    maps, fuse map+batch into a parallel op, inject a prefetch (see BUILD_NOTES.md).
+    """
+    import tensorflow as tf
+
+    options = tf.data.Options()
+    options.deterministic = p.deterministic
+    options.experimental_optimization.map_parallelization = p.parallel_map
+    options.experimental_optimization.map_and_batch_fusion = p.parallel_map
+    options.experimental_optimization.inject_prefetch = p.prefetch
+    return options
+
+
+def _epoch_batches(ds: Any, batch_size: int) -> Optional[int]:
+    """Batches in one epoch of a chain: the last finite op's size, in batches (None: unknown)."""
+    epoch, batched = None, False
+    for prefix in bench_ops.chain(ds):
+        op = bench_ops.op_type(prefix)
+        batched = (batched or op in bench_ops.BATCH_OPS) and op not in bench_ops.UNBATCH_OPS
+        cardinality = int(prefix.cardinality())
+        if cardinality > 0:
+            epoch = cardinality if batched else cardinality // max(1, batch_size)
+    return epoch or None
+
+
+def _build(state: dict, job: dict, warmup: int) -> dict:
+    """Builds the variant's dataset; times build + first batch; takes `warmup` batches untimed.
+
+    For a user's dataset, also reports its epoch in batches (None: unknown), which tfpipe
+    knows for its own chains from the data.
+    """
+    start = time.perf_counter()
+    state["dataset"], finite = _dataset(job)
+    state["batches"] = iter(state["dataset"])
+    batch_size = _num_examples(next(state["batches"]))
+    first = time.perf_counter() - start
+    for _ in range(warmup):
+        next(state["batches"])
+    user = job["variant"].kind in ("dataset_fn", "input_fn")
+    return {"first_batch_s": first, "repeated": finite,
+            "epoch_batches": _epoch_batches(state["dataset"], batch_size) if user else None}
+
+
+def _ops(state: dict, job: dict, budget_s: float, cores: int) -> bench_ops.OpsReport:
+    """Single-thread rate of each op of the chain the variant iterates (as the user built it)."""
+    return bench_ops.measure_ops(state["dataset"], budget_s, cores, job["variant"].key)
+
+
+def _time(state: dict, job: dict, batches: int, step_s: float, min_s: float = 0.0) -> dict:
+    """One turn: a settle batch, then blocks of `batches` timed until `min_s` has passed.
+
+    Each batch is followed by the simulated step, if any.
+    """
+    it = state["batches"]
+    for _ in range(SETTLE_BATCHES):
+        next(it)
+    taken, examples, wait = 0, 0, 0.0
+    start = time.perf_counter()
+    while not taken or time.perf_counter() - start < min_s:
+        for _ in range(batches):
+            asked = time.perf_counter()
+            batch = next(it)
+            wait += time.perf_counter() - asked
+            examples += _num_examples(batch)
+            if step_s:
+                time.sleep(step_s)  # the accelerator's step: releases the GIL like a real one
+        taken += batches
+    return {"batches": taken, "examples": examples, "seconds": time.perf_counter() - start, "wait_s": wait}
+
+
+def _stages(state: dict, job: dict, backends: Sequence[str], batch_size: int, budget_s: float) -> list:
+    """Single-thread rates of list -> read -> decode -> features -> batch, per backend."""
+    from tfpipe import pipeline
+
+    source = sources.find_examples(job["data"])
+    files = pipeline.wav_file_table(source, job["features"]).repeat()  # headers scanned once: backend-free
+    reports = []
+    for backend in backends:
+        f = dataclasses.replace(job["features"], backend=backend)
+        # The pipeline's own stage functions, so the stages describe what it runs.
+        read, decode, featurize = pipeline.wav_stage_fns(f)
+        chain = [files]
+        for fn in (read, decode, featurize):
+            chain.append(chain[-1].map(fn))
+        chain.append(chain[-1].batch(batch_size))
+        rates = [one_thread_rate(ds, batch_size if i == 4 else 1, budget_s) for i, ds in enumerate(chain)]
+        fused = files.map(pipeline.compose(read, decode, featurize))
+        vectorized = files.map(read).batch(batch_size).map(pipeline.compose(decode, featurize))
+        reports.append({"backend": backend, "rates": tuple(rates),
+                        "fused_rate": one_thread_rate(fused, 1, budget_s),
+                        "vectorized_rate": one_thread_rate(vectorized, batch_size, budget_s)})
+    return reports
+
+
+_COMMANDS = {"build": _build, "time": _time, "stages": _stages, "ops": _ops}
+
+
+def worker_main(conn: Any, job: dict) -> None:
+    """A worker process: pins itself, imports TensorFlow, then serves the parent's commands until "stop"."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    try:
+        if job.get("cpus"):  # before TensorFlow sizes its thread pools from the usable cores
+            os.sched_setaffinity(0, job["cpus"])
+        # The fork server's path is the parent's when it started; a user's module may have come later.
+        sys.path.extend(p for p in job.get("sys_path", ()) if p not in sys.path)
+        import tensorflow as tf
+
+        tf.get_logger().setLevel("ERROR")
+        conn.send(("ok", {"import_rss_mb": _rss_mb("VmRSS"), "tf_version": tf.__version__,
+                          "gpu": bool(tf.config.list_physical_devices("GPU")), "usable_cores": usable_cores()}))
+        state: dict = {}
+        while True:
+            command, kwargs = conn.recv()
+            if command == "stop":
+                conn.send(("ok", {"peak_rss_mb": _rss_mb("VmHWM")}))
+                break
+            conn.send(("ok", _COMMANDS[command](state, job, **kwargs)))
+    except (EOFError, KeyboardInterrupt):
+        pass  # the parent is gone or interrupted: nobody to report to
+    except Exception as e:  # reported to the parent, which raises it with the variant's name
+        conn.send(("error", (type(e).__name__, str(e))))
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # No interpreter teardown: destroying live tf.data iterators and TensorFlow's thread
+        # pools takes seconds per process, and nothing is left to save.
+        os._exit(0)
+
+
+class Worker:
+    """A worker process and its pipe, frozen (SIGSTOP) whenever it is not serving a command."""
+
+    def __init__(self, ctx: Any, name: str, job: dict):
+        self.name = name
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=worker_main, args=(child, job), daemon=True)
+        self.process.start()
+        child.close()
+
+    def _signal(self, sig: str) -> None:
+        if FREEZE:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.process.pid, getattr(signal, sig))
+
+    def receive(self, freeze: bool = True) -> dict:
+        """The reply to the last command; the worker is frozen once it has replied (if `freeze`)."""
+        try:
+            status, payload = self.conn.recv()
+        except EOFError:
+            self.process.join(5)
+            raise RuntimeError(f"bench worker for {self.name!r} exited (code {self.process.exitcode}) "
+                               f"without replying; out of memory? try fewer variants") from None
+        if freeze:
+            self._signal("SIGSTOP")
+        if status == "error":
+            kind, message = payload
+            error = {"DataError": DataError, "ValueError": ValueError}.get(kind, RuntimeError)
+            raise error(f"variant {self.name!r}: {kind}: {message}")
+        return payload
+
+    def call(self, command: str, **kwargs: Any) -> dict:
+        """Thaws the worker, runs `command` there, waits for the reply; "stop" leaves it running to exit."""
+        self._signal("SIGCONT")
+        self.conn.send((command, kwargs))
+        return self.receive(freeze=command != "stop")
+
+    def close(self) -> None:
+        """Thaws and ends the process: an idle one exits when its pipe closes, a busy one is killed."""
+        self._signal("SIGCONT")
+        self.conn.close()
+        self.process.join(2)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+
+
+# Runs in a plain interpreter (no TensorFlow): reads worker pids until "done"; if its stdin
+# closes without "done", the bench process died (e.g. SIGKILL) and nobody will thaw the workers.
+_WATCHDOG = """
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the bench process cleans up and says done
+pids = []
+for line in sys.stdin:
+    if line.strip() == "done":
+        sys.exit(0)
+    pids.append(int(line))
+for pid in pids:
+    try:
+        os.kill(pid, signal.SIGKILL)  # works on stopped processes too
+    except ProcessLookupError:
+        pass
+"""
+
+
+class Watchdog:
+    """Kills the workers if the bench process dies without ending them (they may be frozen)."""
+
+    def __init__(self):
+        self.process = subprocess.Popen([sys.executable, "-c", _WATCHDOG], stdin=subprocess.PIPE, text=True)
+
+    def watch(self, pid: int) -> None:
+        """Adds a worker to kill should this process die."""
+        self.process.stdin.write(f"{pid}\n")
+        self.process.stdin.flush()
+
+    def close(self) -> None:
+        """Stands the watchdog down: the workers have been ended properly."""
+        with contextlib.suppress(OSError):
+            self.process.stdin.write("done\n")
+            self.process.stdin.close()
+        self.process.wait()
