@@ -87,10 +87,13 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> None:
 _RUN_ARTIFACTS = ("checkpoint", "graph.pbtxt", "model.ckpt-*", "events.out.tfevents.*", "eval", "export")
 
 
-def run_config(model_dir: str, train_steps: int, evals: int, seed: Optional[int]) -> tf.estimator.RunConfig:
-    """Checkpoints (each one evaluated) `evals` times per run; MirroredStrategy on more than one GPU.
+def run_config(model_dir: str, train_steps: int, evals: int, seed: Optional[int],
+               pipeline: Optional[PipelineConfig] = None) -> tf.estimator.RunConfig:
+    """Checkpoints (each one evaluated) `evals` times per run; batches prefetched onto the GPU(s).
 
-    A single GPU needs no strategy: TensorFlow places the model's ops on it.
+    `tfpipe.estimator.train_distribute` picks the strategy: with --prefetch_to_device a single
+    GPU gets a one-device MirroredStrategy (its MultiDeviceIterator copies the next batch
+    while the step runs), several GPUs a MirroredStrategy over all; on CPU none.
     Evaluation is not distributed: the held-out set is small, and on one device the
     last partial batch cannot be dropped by a replica that ran out of input.
 
@@ -103,8 +106,7 @@ def run_config(model_dir: str, train_steps: int, evals: int, seed: Optional[int]
     Returns:
       The RunConfig.
     """
-    gpus = tf.config.list_physical_devices("GPU")
-    strategy = tf.distribute.MirroredStrategy() if len(gpus) > 1 else None
+    strategy = tfpipe.estimator.train_distribute(pipeline)
     every = max(1, math.ceil(train_steps / evals))
     return tf.estimator.RunConfig(
         model_dir=model_dir, tf_random_seed=seed, save_checkpoints_steps=every, keep_checkpoint_max=2,
@@ -152,7 +154,7 @@ def train_and_evaluate(data: DemoData, pipeline: PipelineConfig, features: Featu
         clear_run(model_dir)
     params = {"class_names": data.class_names, "features": features, "learning_rate": learning_rate}
     estimator = tf.estimator.Estimator(model.model_fn, config=run_config(model_dir, train_steps, evals,
-                                                                          pipeline.seed), params=params)
+                                                                          pipeline.seed, pipeline), params=params)
     speed = hooks.InputWaitHook(warmup_steps=min(10, train_steps // 10),
                                 every_n_steps=max(1, math.ceil(train_steps / 6)))
     eval_report = hooks.EvalReportHook()

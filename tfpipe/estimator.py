@@ -6,7 +6,7 @@ Nothing here imports tf.estimator until a receiver is built, so Keras users neve
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import tensorflow as tf
 
@@ -97,3 +97,32 @@ def serving_input_receiver_fn(features: Any = None, *, domain: Optional[str] = N
         return tf.estimator.export.ServingInputReceiver(outputs, receivers)  # tf.estimator loads here
 
     return receiver_fn
+
+
+def train_distribute(pipeline: Optional[PipelineConfig] = None,
+                     devices: Optional[Sequence[str]] = None) -> Optional[tf.distribute.Strategy]:
+    """The `RunConfig(train_distribute=...)` that puts each batch on its accelerator ahead of the step.
+
+    An Estimator's own input runs in the step: with one GPU and no strategy, the batch is
+    copied to the GPU inside every session.run (tf.data's prefetch_to_device does not work
+    with Estimator's iterator). Under a MirroredStrategy the Estimator reads input through a
+    MultiDeviceIterator, which prefetches each replica's next batch onto its device while
+    the current step runs. So with `pipeline.prefetch_to_device` on, one visible GPU gets a
+    one-device MirroredStrategy; several GPUs get MirroredStrategy over all of them (then
+    `batch_size` is per replica, and each replica's input is prefetched).
+
+    Args:
+      pipeline: its prefetch_to_device toggle decides (default: the optimized preset).
+      devices: the devices to mirror over instead of the visible GPUs (e.g. logical CPUs in tests).
+
+    Returns:
+      A MirroredStrategy, or None: no accelerator (nothing to copy to) and no devices given,
+      or prefetch_to_device off with at most one GPU (plain device placement).
+    """
+    pipeline = pipeline or PipelineConfig.optimized()
+    if devices is None:
+        gpus = tf.config.list_logical_devices("GPU")
+        if not gpus or (len(gpus) == 1 and not pipeline.prefetch_to_device):
+            return None
+        devices = [d.name for d in gpus]
+    return tf.distribute.MirroredStrategy(list(devices))

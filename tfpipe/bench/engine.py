@@ -57,7 +57,7 @@ _DATA_KINDS = ("pipeline", "keras")  # the variants that read `data`
 def _note(v: Variant, source_kind: str, gpu: bool) -> str:
     """Why a changed field cannot matter here, so a flat bar is not read as a finding."""
     notes = []
-    if "prefetch_to_device" in v.changed and v.pipeline.prefetch_to_device and not gpu:
+    if "prefetch_to_device" in v.changed and not gpu:
         notes.append("no-op: no GPU visible")
     if "parallel_reads" in v.changed and v.kind == "pipeline" and source_kind == "wav":
         notes.append("no-op: wav source (parallel_reads interleaves shard files)")
