@@ -154,7 +154,7 @@ def test_cli_worker_pointed_at_a_plain_tcp_listener_fails_naming_it():
                              capture_output=True, text=True, timeout=60)  # today: hangs, deaf to signals
         took = time.monotonic() - start
     assert out.returncode == 1, out.stdout + out.stderr
-    assert re.search(rf"tfpipe: error: .*127\.0\.0\.1:{port} accepts connections but did not answer as a "
+    assert re.search(rf"tfpipe serve: error: .*127\.0\.0\.1:{port} accepts connections but did not answer as a "
                      rf"tf\.data service dispatcher.*--dispatcher", out.stderr), out.stderr
     assert "Traceback" not in out.stderr and took < 45
 
@@ -196,7 +196,7 @@ def test_cli_servers_refuse_a_port_that_a_dispatcher_already_uses():
             out = subprocess.run([*CLI, *role, "--port", str(port)], capture_output=True, text=True,
                                  timeout=60)  # today: prints success and shares the port
             assert out.returncode == 1, out.stdout + out.stderr
-            assert re.search(rf"tfpipe: error: port {port} is already in use on this host.*pick another "
+            assert re.search(rf"tfpipe serve: error: port {port} is already in use on this host.*pick another "
                              rf"--port.*stop the process", out.stderr), out.stderr
             assert "registered" not in out.stdout and "tfpipe dispatcher: port" not in out.stdout
             assert time.monotonic() - start < 30
