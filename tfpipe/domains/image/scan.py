@@ -21,7 +21,7 @@ from PIL import Image, UnidentifiedImageError
 from tfpipe.domains.image.config import ImageConfig
 from tfpipe.errors import DataError
 
-_MAX_LISTED = 5  # bad files named in one error message
+_MAX_LISTED = 10  # bad files named in one error message
 ONLINE_FORMATS = ("JPEG", "PNG")  # what the TF decoders in ops read by content
 _JPEG_EOI = b"\xff\xd9"
 _PNG_IEND = b"IEND"
@@ -115,6 +115,8 @@ def open_header(f, path: str, max_pixels: int) -> Image.Image:
         head = f.read(64)
         kind = "a text file" if _looks_like_text(head) else f"unknown format (starts with {head[:8]!r})"
         raise Unusable(path, f"not an image: {kind}") from None
+    except (OSError, SyntaxError) as e:  # a format PIL knows, cut or damaged inside its header
+        raise Unusable(path, f"truncated or damaged header ({e}); copy or export it again") from None
     width, height = image.size
     if width * height > max_pixels:
         raise _too_large(path, f"{width}x{height} = {width * height} pixels", max_pixels)
