@@ -263,7 +263,8 @@ def main(argv: Sequence[str]) -> None:
         sys.exit(f"estimator_demo: {e}")
     predictions = predict_saved_model(result.export_dir, pick_files(data.eval_files, FLAGS.predict_files),
                                       features)
-    print(summary(data, result, predictions, FLAGS.pipeline, time.perf_counter() - started))
+    same_data = f" --data {FLAGS.data}" if FLAGS.data else (" --domain image" if FLAGS.domain == "image" else "")
+    print(summary(data, result, predictions, FLAGS.pipeline, time.perf_counter() - started, same_data=same_data))
 
 
 def _feature_config(source: Optional[Source]) -> Any:
@@ -289,7 +290,7 @@ def _domain(source: Optional[Source]) -> str:
 
 
 def summary(data: DemoData, result: TrainResult, predictions: Sequence[tuple[str, int, str, float]],
-            preset: str, seconds: float) -> str:
+            preset: str, seconds: float, same_data: str = "") -> str:
     """The closing report: accuracy, speed, input wait, export path, predictions."""
     speed = result.speed
     lines = ["", "=" * 72, "estimator_demo summary", "=" * 72,
@@ -301,7 +302,7 @@ def summary(data: DemoData, result: TrainResult, predictions: Sequence[tuple[str
                      f"{speed.input_wait_share:.1%} of step time  (--pipeline={preset}, {speed.steps} steps "
                      f"measured)")
         other = "naive" if preset == "optimized" else "optimized"
-        lines.append(f"A/B                python -m estimator_demo --pipeline={other}  (same data and model; "
+        lines.append(f"A/B                python -m estimator_demo{same_data} --pipeline={other}  (same data and model; "
                      f"compare examples/s and input wait)")
     else:
         lines.append("training speed     no steps trained (the checkpoint was already at --train_steps; "
