@@ -36,7 +36,7 @@ import tfpipe  # noqa: E402
 from estimator_demo import hooks, model  # noqa: E402
 from estimator_demo.data import DemoData, pick_files, prepare_data  # noqa: E402
 from tfpipe import flags as tfpipe_flags  # noqa: E402
-from tfpipe.config import FeatureConfig, PipelineConfig  # noqa: E402
+from tfpipe.config import PipelineConfig  # noqa: E402
 from tfpipe.core.source import domain_of  # noqa: E402
 from tfpipe.domains.image import ImageConfig  # noqa: E402
 from tfpipe.errors import DataError  # noqa: E402
@@ -302,7 +302,8 @@ def summary(data: DemoData, result: TrainResult, predictions: Sequence[tuple[str
                      f"{speed.input_wait_share:.1%} of step time  (--pipeline={preset}, {speed.steps} steps "
                      f"measured)")
         other = "naive" if preset == "optimized" else "optimized"
-        lines.append(f"A/B                python -m estimator_demo{same_data} --pipeline={other}  (same data and model; "
+        lines.append(f"A/B                python -m estimator_demo{same_data} --pipeline={other}  "
+                     f"(same data and model; "
                      f"compare examples/s and input wait)")
     else:
         lines.append("training speed     no steps trained (the checkpoint was already at --train_steps; "

@@ -31,7 +31,8 @@ def numbered_folder(root):
         pixels = np.zeros((*size, 3), np.uint8) + np.array([10 * i + 5, 128, 60], np.uint8)
         fmt = "PNG" if i % 3 else "JPEG"
         ext = ".png" if fmt == "PNG" else ".jpg"
-        write(root / f"c{i % 3}" / f"img{i:02d}{ext}", encode(pixels, fmt, **({"quality": 95} if fmt == "JPEG" else {})))
+        options = {"quality": 95} if fmt == "JPEG" else {}
+        write(root / f"c{i % 3}" / f"img{i:02d}{ext}", encode(pixels, fmt, **options))
     write(root / "c1" / "gray.png", encode(pattern(30, 30), "PNG", "L"))
     return str(root)
 
@@ -59,7 +60,7 @@ def test_an_image_folder_is_found_by_extension_and_yields_image_batches(tmp_path
     as_bytes, _ = next(iter(tfpipe.build_dataset(data, "eval", OPT, dataclasses.replace(CONFIG, dtype="uint8"))))
     assert as_bytes["image"].dtype == tf.uint8
     np.testing.assert_allclose(as_bytes["image"].numpy() / 255.0, _eval(data)[0][0]["image"], atol=1e-6)
-    with pytest.raises(ValueError, match=r"features=FeatureConfig\(\.\.\.\) but the data is image.*pass a ImageConfig"):
+    with pytest.raises(ValueError, match=r"features=FeatureConfig\(\.\.\.\) but the data is image.*ImageConfig"):
         tfpipe.build_dataset(data, "eval", OPT, FeatureConfig())
 
 
@@ -161,7 +162,7 @@ def test_stored_stages_turn_offline_values_into_the_online_features(tmp_path, st
             assert _ids(images[flat]) == _ids(online[flat])
     with pytest.raises(DataError, match=r"written with height=16 \(pipeline asks for 32\).*--height 16"):
         domain.stored_stages(stored, dataclasses.replace(CONFIG, height=32))
-    assert domain.stored_stages(stored, dataclasses.replace(CONFIG, flip=False, dtype="uint8"))  # augmentation may differ
+    assert domain.stored_stages(stored, dataclasses.replace(CONFIG, flip=False, dtype="uint8"))  # may differ
 
 
 def test_keras_recipe_yields_the_same_structure_and_similar_eval_images(tmp_path):

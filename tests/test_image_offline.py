@@ -36,7 +36,8 @@ def flat(height, width, colour=COLOUR):
     ("BMP", "RGB", COLOUR),
 ])
 def test_load_converts_every_mode_to_rgb_at_the_stored_size(tmp_path, fmt, mode, expected):
-    path = write(tmp_path / "x" / "img.jpg", encode(flat(50, 90), fmt, mode, **({"quality": 95} if fmt == "JPEG" else {})))
+    options = {"quality": 95} if fmt == "JPEG" else {}
+    path = write(tmp_path / "x" / "img.jpg", encode(flat(50, 90), fmt, mode, **options))
     notes = collections.Counter()
     pixels = offline.load_image(path, CONFIG, notes)
     assert pixels.shape == (32, 40, 3) and pixels.dtype == np.uint8

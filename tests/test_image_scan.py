@@ -78,7 +78,8 @@ def test_every_bad_image_is_named_in_one_error_with_its_reason_and_fix(tmp_path)
 
 def test_good_files_pass_and_report_their_format_whatever_their_name(tmp_path):
     bad_folder(tmp_path / "imgs")
-    paths = [str(tmp_path / "imgs" / p) for p in ("a/good.jpg", "b/good.png", "a/png_named.jpg", "b/jpeg_named.png")]
+    names = ("a/good.jpg", "b/good.png", "a/png_named.jpg", "b/jpeg_named.png")
+    paths = [str(tmp_path / "imgs" / name) for name in names]
     assert scan.scan_images(paths, CONFIG) == ("JPEG", "PNG", "PNG", "JPEG")
 
 

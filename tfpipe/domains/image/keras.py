@@ -19,7 +19,8 @@ from tfpipe.domains.image.config import ImageConfig
 
 
 def keras_recipe(data_dir: str, config: Optional[ImageConfig] = None, batch_size: int = 64,
-                 seed: Optional[int] = None, *, mode: str = "train", epochs: Optional[int] = None) -> tf.data.Dataset:
+                 seed: Optional[int] = None, *, mode: str = "train",
+                 epochs: Optional[int] = None) -> tf.data.Dataset:
     """`tf.keras.utils.image_dataset_from_directory` with the same crops and flips, prefetched.
 
     Args:

@@ -93,7 +93,8 @@ def check_image(path: str, max_pixels: int, formats: Sequence[str] = ONLINE_FORM
     marker = _JPEG_EOI if image.format == "JPEG" else _PNG_IEND
     if marker not in tail:
         what = "end-of-image marker" if image.format == "JPEG" else "IEND chunk"
-        raise Unusable(path, f"truncated {image.format} ({info.st_size} bytes, no {what}); copy or export it again")
+        raise Unusable(path, f"truncated {image.format} ({info.st_size} bytes, no {what}); "
+                             f"copy or export it again")
     return image.format
 
 

@@ -95,7 +95,8 @@ def draw(name: str, size: tuple[int, int], rng: np.random.Generator) -> Image.Im
     width, height = size
     background = rng.uniform(0, 255, 3)
     colour = rng.uniform(0, 255, 3)
-    while np.linalg.norm(colour - background) < _MIN_CONTRAST or abs(_luma(colour) - _luma(background)) < _MIN_LUMA:
+    while (np.linalg.norm(colour - background) < _MIN_CONTRAST
+           or abs(_luma(colour) - _luma(background)) < _MIN_LUMA):
         colour = rng.uniform(0, 255, 3)
     # A gentle gradient and pixel noise, so no class is one flat colour.
     ramp = np.linspace(-1, 1, width)[None, :, None] * rng.uniform(-20, 20, 3)
