@@ -3,8 +3,9 @@
 
 Trains a small CNN with tf.estimator.train_and_evaluate on tfpipe input pipelines,
 prints examples/s and the share of step time spent waiting for input, exports a
-SavedModel that takes raw waveforms, reloads it and predicts a few held-out files.
-With no --data it trains on the synthetic corpus (tfpipe.synthetic).
+SavedModel that takes raw waveforms (audio) or encoded JPEG/PNG bytes (images),
+reloads it and predicts a few held-out files. The domain is found from --data's
+files; with no --data it trains on the synthetic corpus of --domain (audio or image).
 """
 
 from absl import flags

@@ -1,19 +1,22 @@
 """The demo's data: the synthetic corpus or the user's, a stable held-out split, shards.
 
-Every wav folder or CSV is sharded (`tfpipe.write_shards`: resampled, mixed to mono,
+A wav folder or CSV is sharded (`tfpipe.write_shards`: resampled, mixed to mono,
 cropped) into <work_dir>/shards/{train,eval} before training, so any wav the
-sharding reads trains; complete shards are reused by the next run.
+sharding reads trains; complete shards are reused by the next run. An image folder
+is read online by default (the same tfpipe chain: fused decode-and-crop per file),
+or sharded like audio with shards=True.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import tfpipe
 from tfpipe import synthetic
 from tfpipe.config import FeatureConfig
+from tfpipe.domains.image import synthetic as image_synthetic
 from tfpipe.sources import Source, find_examples
 
 
@@ -22,16 +25,16 @@ class DemoData:
     """Train and eval data as the Estimator reads them.
 
     Attributes:
-      train: shard folder (or any data build_dataset reads) for training.
+      train: shard folder, or any data build_dataset reads (a Source read online), for training.
       eval: the same for evaluation.
       class_names: label id -> name, shared by both.
-      eval_files: held-out wav files (path, label) to predict at the end; empty when
-        eval data is a shard folder (shards hold features, not waveforms).
+      eval_files: held-out wav or image files (path, label) to predict at the end; empty when
+        eval data is a shard folder (shards hold features, not the files).
       description: one line on where the data came from.
     """
 
-    train: str
-    eval: str
+    train: Any
+    eval: Any
     class_names: tuple[str, ...]
     eval_files: tuple[tuple[str, int], ...]
     description: str
@@ -40,31 +43,39 @@ class DemoData:
 def prepare_data(data: Union[None, str, Source], eval_data: Optional[str], eval_fraction: float,
                  work_dir: str, features: FeatureConfig, *, store: str = "waveform", num_shards: int = 16,
                  shard_workers: int = 0, on_error: str = "fail", per_class: int = 250,
-                 corpus_seed: int = 0) -> DemoData:
+                 corpus_seed: int = 0, shards: bool = True) -> DemoData:
     """Finds or generates the data, holds out eval, shards both sides into work_dir/shards.
 
     Args:
-      data: wav folder, CSV manifest, shard folder or its Source; None writes the synthetic corpus
-        into work_dir/corpus.
+      data: wav or image folder, CSV manifest, shard folder or its Source; None writes the
+        synthetic corpus of `features`' domain into work_dir/corpus (audio) or
+        work_dir/image_corpus (images).
       eval_data: held-out data in the same forms; None holds out `eval_fraction` of
         `data` by a hash of each file's path (the same files on every run).
       eval_fraction: share held out when eval_data is None.
       work_dir: where the corpus and shards/{train,eval} go (complete shards are reused).
-      features: sample rate, clip length and log-mel settings of the shards.
-      store: "waveform" or "log_mel" (see tfpipe.write_shards).
+      features: the domain's config (FeatureConfig: sample rate, clip length, log-mel; ImageConfig).
+      store: what the shards hold: "waveform" or "log_mel" (audio), "jpeg" or "raw" (images).
       num_shards: training shards; eval gets a quarter as many.
       shard_workers: shard-writing processes (0: this process).
       on_error: "fail" or "skip" an unreadable file (skipped files are listed and counted).
       per_class: synthetic corpus size per class.
       corpus_seed: synthetic corpus seed.
+      shards: write shards; False reads the files online (train and eval are then Sources).
 
     Returns:
-      DemoData: the shard folders to train and evaluate on, class names, held-out wavs.
+      DemoData: the shard folders (or Sources) to train and evaluate on, class names, held-out files.
 
     Raises:
       ValueError / tfpipe.DataError: unusable data, naming the file and the fix.
     """
-    if data is None:
+    if data is None and isinstance(features, tfpipe.ImageConfig):
+        corpus_dir = os.path.join(work_dir, "image_corpus")
+        print(f"[data] synthetic image corpus: {len(image_synthetic.CLASS_NAMES)} classes x {per_class} images "
+              f"in {corpus_dir}")
+        source = image_synthetic.write_corpus(corpus_dir, per_class=per_class, seed=corpus_seed)
+        origin = f"synthetic image corpus ({corpus_dir})"
+    elif data is None:
         corpus_dir = os.path.join(work_dir, "corpus")
         print(f"[data] synthetic corpus: {len(synthetic.CLASS_NAMES)} classes x {per_class} clips "
               f"in {corpus_dir}")
@@ -86,11 +97,15 @@ def prepare_data(data: Union[None, str, Source], eval_data: Optional[str], eval_
         raise ValueError(f"{eval_src.root}: classes {list(eval_src.class_names)} differ from the training "
                          f"data's {list(train_src.class_names)}; eval data needs the same class folders "
                          f"or labels")
-    train, train_count = _sharded(train_src, os.path.join(work_dir, "shards", "train"), "train", features,
-                                  store, num_shards, shard_workers, on_error)
-    held, held_count = _sharded(eval_src, os.path.join(work_dir, "shards", "eval"), "eval", features, store,
-                                max(1, num_shards // 4), shard_workers, on_error)
-    eval_files = tuple(zip(eval_src.paths, eval_src.labels)) if eval_src.kind == "wav" else ()
+    if shards:
+        train, train_count = _sharded(train_src, os.path.join(work_dir, "shards", "train"), "train", features,
+                                      store, num_shards, shard_workers, on_error)
+        held, held_count = _sharded(eval_src, os.path.join(work_dir, "shards", "eval"), "eval", features, store,
+                                    max(1, num_shards // 4), shard_workers, on_error)
+    else:  # read online: the chain checks every file when it is built
+        train, train_count = train_src, train_src.num_examples
+        held, held_count = eval_src, eval_src.num_examples
+    eval_files = tuple(zip(eval_src.paths, eval_src.labels)) if eval_src.kind in ("wav", "image") else ()
     description = (f"{origin}: {train_count} train / {held_count} eval examples, "
                    f"{len(train_src.class_names)} classes")
     return DemoData(train, held, tuple(train_src.class_names), eval_files, description)

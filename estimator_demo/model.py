@@ -1,4 +1,4 @@
-"""model_fn: a small CNN on log-mel, normalized inside the model, with metrics and exports.
+"""model_fn: a small CNN on log-mel or images, normalized inside the model, with metrics and exports.
 
 Normalization happens here, in the model's graph, not in the input pipeline: the
 input_fn of an Estimator runs on the host CPU, while the model_fn's ops are placed
@@ -11,6 +11,10 @@ level, which in log-mel is an additive offset. Per-band standardization over tim
 was rejected: it erases exactly the steady spectral shape that tells a tone from a
 hiss. Batch normalization was rejected: it would make predictions depend on moving
 averages that a short run has not settled yet.
+
+Images are normalized the same way round: the pipeline hands over uint8 (or [0, 1]
+float) RGB and the model subtracts the ImageNet mean and divides by its std per
+channel (seed 002's normalize-on-the-GPU), the constants every pretrained model uses.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import tensorflow as tf
 from estimator_demo import hooks
 from tfpipe import audio
 from tfpipe.config import FeatureConfig
+from tfpipe.domains.image import ops as image_ops
 
 _EPSILON = 1e-3  # keeps a silent (constant) clip finite after standardization
 DEFAULT_FILTERS = (16, 32, 64)
@@ -50,11 +55,12 @@ def model_fn(features: dict, labels: Optional[tf.Tensor], mode: str, params: dic
     """The Estimator model_fn.
 
     Args:
-      features: {"log_mel": float32 [batch, frames, n_mels]} or {"waveform": float32
-        [batch, samples]} (then the log-mel is computed here, on the accelerator).
+      features: {"log_mel": float32 [batch, frames, n_mels]}, {"waveform": float32
+        [batch, samples]} (then the log-mel is computed here, on the accelerator), or
+        {"image": uint8 or float32 [batch, height, width, 3]} (normalized here).
       labels: int64 [batch] class ids (None in PREDICT).
       mode: a tf.estimator.ModeKeys value.
-      params: "class_names" (sequence of str), "features" (FeatureConfig),
+      params: "class_names" (sequence of str), "features" (FeatureConfig or ImageConfig),
         optional "learning_rate" (default 2e-3) and "filters" (conv widths).
 
     Returns:
@@ -65,15 +71,16 @@ def model_fn(features: dict, labels: Optional[tf.Tensor], mode: str, params: dic
     """
     class_names = tuple(params["class_names"])
     feature_config: FeatureConfig = params["features"]
-    if "log_mel" in features:
-        log_mel = features["log_mel"]
+    if "image" in features:
+        x = image_ops.normalize(features["image"])  # [batch, height, width, 3]
+    elif "log_mel" in features:
+        x = standardize(tf.cast(features["log_mel"], tf.float32))[..., tf.newaxis]
     elif "waveform" in features:
-        log_mel = audio.log_mel(features["waveform"], feature_config)
+        x = standardize(audio.log_mel(features["waveform"], feature_config))[..., tf.newaxis]
     else:
-        raise ValueError(f"model_fn: features {sorted(features)} hold neither 'log_mel' nor 'waveform'")
-    x = standardize(tf.cast(log_mel, tf.float32))
+        raise ValueError(f"model_fn: features {sorted(features)} hold none of 'log_mel', 'waveform', 'image'")
     cnn = classifier(len(class_names), tuple(params.get("filters", DEFAULT_FILTERS)))
-    logits = cnn(x[..., tf.newaxis], training=mode == tf.estimator.ModeKeys.TRAIN)
+    logits = cnn(x, training=mode == tf.estimator.ModeKeys.TRAIN)
     class_ids = tf.argmax(logits, axis=-1)
     predictions = {
         "class_ids": class_ids,
@@ -94,7 +101,10 @@ def model_fn(features: dict, labels: Optional[tf.Tensor], mode: str, params: dic
 
     tf.compat.v1.summary.scalar("train_accuracy",
                                 tf.reduce_mean(tf.cast(tf.equal(class_ids, labels), tf.float32)))
-    tf.compat.v1.summary.image("log_mel", tf.transpose(x, [0, 2, 1])[:, ::-1, :, tf.newaxis], max_outputs=2)
+    if "image" in features:
+        tf.compat.v1.summary.image("image", features["image"], max_outputs=2)  # uint8 or float in [0, 1]
+    else:
+        tf.compat.v1.summary.image("log_mel", tf.transpose(x, [0, 2, 1, 3])[:, ::-1], max_outputs=2)
     optimizer = tf.compat.v1.train.AdamOptimizer(params.get("learning_rate", 2e-3))
     train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_or_create_global_step(),
                                   var_list=cnn.trainable_variables)

@@ -1,14 +1,16 @@
 """python -m estimator_demo: absl flags -> data -> shards -> train_and_evaluate -> export -> reload, predict.
 
-With no --data it writes the synthetic corpus (tfpipe.synthetic) into
-<model_dir>/corpus; a wav folder or CSV given with --data is used as is. Either
-way a held-out split (a hash of each path, stable across runs) is set aside unless
---eval_data is given, both sides are sharded (resampled, converted) into
-<model_dir>/shards/{train,eval} (complete shards are reused on the next run), and
-the Estimator trains on the shards with the pipeline the tfpipe flags describe
+With no --data it writes the synthetic corpus of --domain (audio: tfpipe.synthetic
+into <model_dir>/corpus; image: tfpipe.domains.image.synthetic into
+<model_dir>/image_corpus); a wav or image folder or CSV given with --data is used as
+is, its domain found from the files. Either way a held-out split (a hash of each
+path, stable across runs) is set aside unless --eval_data is given. Audio is then
+sharded (resampled, converted) into <model_dir>/shards/{train,eval} (complete shards
+are reused on the next run); images are read online by default (--shards to shard
+them too). The Estimator trains with the pipeline the tfpipe flags describe
 (--pipeline=naive|optimized, --[no]prefetch, --batch_size, ...). The run ends by
-exporting a SavedModel that takes raw waveforms, reloading it with
-tf.saved_model.load, and predicting a few held-out files.
+exporting a SavedModel that takes raw waveforms (audio) or encoded JPEG/PNG bytes
+(images), reloading it with tf.saved_model.load, and predicting a few held-out files.
 
 This is the only module of the demo that reads absl flags.
 """
@@ -25,7 +27,7 @@ import math  # noqa: E402
 import shutil  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from typing import Optional, Sequence  # noqa: E402
+from typing import Any, Optional, Sequence  # noqa: E402
 
 import tensorflow as tf  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
@@ -34,7 +36,9 @@ import tfpipe  # noqa: E402
 from estimator_demo import hooks, model  # noqa: E402
 from estimator_demo.data import DemoData, pick_files, prepare_data  # noqa: E402
 from tfpipe import flags as tfpipe_flags  # noqa: E402
-from tfpipe.config import FeatureConfig, PipelineConfig  # noqa: E402
+from tfpipe.config import PipelineConfig  # noqa: E402
+from tfpipe.core.source import domain_of  # noqa: E402
+from tfpipe.domains.image import ImageConfig  # noqa: E402
 from tfpipe.errors import DataError  # noqa: E402
 from tfpipe.sources import Source, find_examples  # noqa: E402
 
@@ -49,9 +53,14 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> None:
     if "train_steps" in flag_values:
         return
     tfpipe_flags.define_flags(flag_values)
+    if "height" not in flag_values:  # ImageConfig's fields, unless tfpipe.flags defines them already
+        tfpipe_flags.define_config_flags(ImageConfig, flag_values)
     fv = {"flag_values": flag_values}
-    flags.DEFINE_string("data", None, "Training data: a wav folder (one subfolder per class), a CSV "
-                        "manifest (path,label) or a shard folder. Unset: the synthetic demo corpus.", **fv)
+    flags.DEFINE_string("data", None, "Training data: a wav or image folder (one subfolder per class), a CSV "
+                        "manifest (path,label) or a shard folder; the domain is found from the files. Unset: "
+                        "the synthetic corpus of --domain.", **fv)
+    flags.DEFINE_enum("domain", "audio", ["audio", "image"], "No --data: which synthetic corpus to train on.",
+                      **fv)
     flags.DEFINE_string("eval_data", None, "Held-out data, same forms as --data. "
                         "Unset: --eval_fraction of --data.", **fv)
     flags.DEFINE_float("eval_fraction", 0.2, "Share of --data held out for eval, chosen by a hash of each "
@@ -65,9 +74,11 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> None:
     flags.DEFINE_boolean("resume", False, "Continue from the checkpoints in --model_dir. Default: start "
                          "over (the previous run's checkpoints, summaries and exports are deleted; corpus "
                          "and shards are kept).", **fv)
-    flags.DEFINE_enum("store", "waveform", ["log_mel", "waveform"], "What the shards hold: waveforms (the "
-                      "pipeline computes the log-mel on every read, so --pipeline matters) or log-mel.",
-                      **fv)
+    flags.DEFINE_enum("store", None, ["log_mel", "waveform", "jpeg", "raw"], "What the shards hold. Audio: "
+                      "waveforms (the default: the pipeline computes the log-mel on every read, so --pipeline "
+                      "matters) or log-mel; images: resized JPEGs (the default) or raw uint8 pixels.", **fv)
+    flags.DEFINE_boolean("shards", None, "Shard the data before training. Unset: on for audio (any wav "
+                         "trains), off for images (read online through the same chain).", **fv)
     flags.DEFINE_integer("num_shards", 16, "Training shards to write (eval gets a quarter as many).",
                          lower_bound=1, **fv)
     flags.DEFINE_integer("shard_workers", 0, "Processes writing shards (0: in this process, the fastest "
@@ -132,7 +143,7 @@ class TrainResult:
     evals: tuple[tuple[int, float], ...]
 
 
-def train_and_evaluate(data: DemoData, pipeline: PipelineConfig, features: FeatureConfig, model_dir: str, *,
+def train_and_evaluate(data: DemoData, pipeline: PipelineConfig, features: Any, model_dir: str, *,
                        train_steps: int = 400, evals: int = 4, learning_rate: float = 2e-3,
                        resume: bool = False) -> TrainResult:
     """Trains with tf.estimator.train_and_evaluate on tfpipe input_fns and exports a SavedModel.
@@ -140,7 +151,7 @@ def train_and_evaluate(data: DemoData, pipeline: PipelineConfig, features: Featu
     Args:
       data: from prepare_data.
       pipeline: the input pipeline for training (evaluation is one ordered pass whatever it says).
-      features: the FeatureConfig of the data; the SavedModel computes the same features.
+      features: the FeatureConfig or ImageConfig of the data; the SavedModel computes the same features.
       model_dir: the Estimator's model_dir.
       train_steps: steps to train to (global step).
       evals: evaluations on the held-out data, evenly spaced; the last one at the end.
@@ -184,25 +195,35 @@ def clear_run(model_dir: str) -> None:
 
 
 def predict_saved_model(export_dir: str, files: Sequence[tuple[str, int]],
-                        features: FeatureConfig) -> list[tuple[str, int, str, float]]:
-    """Reloads the SavedModel with tf.saved_model.load and classifies raw waveforms of `files`.
+                        features: Any) -> list[tuple[str, int, str, float]]:
+    """Reloads the SavedModel with tf.saved_model.load and classifies `files` as a client would send them.
 
     Args:
       export_dir: a SavedModel exported with tfpipe.serving_input_receiver_fn.
-      files: (wav path, label id) pairs; any wav the sharding reads (resampled to
-        features.sample_rate, mixed to mono).
-      features: the FeatureConfig the model was trained with.
+      files: (path, label id) pairs. Audio: any wav the sharding reads (resampled to
+        features.sample_rate, mixed to mono), sent as raw waveforms; images: the file's
+        bytes, sent as they are (the SavedModel decodes them).
+      features: the FeatureConfig or ImageConfig the model was trained with.
 
     Returns:
       (path, true label, predicted class name, its probability) per file.
     """
     if not files:
         return []
-    from tfpipe.shard_writer import load_clip, pad_clips  # any wav the sharding accepts, at sample_rate
-
     serve = tf.saved_model.load(export_dir).signatures["serving_default"]
-    batch = pad_clips([load_clip(path, features) for path, _ in files], features.num_samples)
-    out = serve(waveform=tf.constant(batch))
+    if isinstance(features, ImageConfig):
+        from tfpipe.domains.image.domain import SERVING_KEY
+
+        encoded = []
+        for path, _ in files:
+            with open(path, "rb") as f:
+                encoded.append(f.read())
+        out = serve(**{SERVING_KEY: tf.constant(encoded)})
+    else:
+        from tfpipe.shard_writer import load_clip, pad_clips  # any wav the sharding accepts, at sample_rate
+
+        batch = pad_clips([load_clip(path, features) for path, _ in files], features.num_samples)
+        out = serve(waveform=tf.constant(batch))
     names = [n.decode() for n in out["class_names"].numpy()]
     confidence = out["probabilities"].numpy().max(axis=1)
     return [(path, label, name, float(p)) for (path, label), name, p in zip(files, names, confidence)]
@@ -222,9 +243,16 @@ def main(argv: Sequence[str]) -> None:
     try:
         source = find_examples(FLAGS.data) if FLAGS.data is not None else None  # looked at once
         pipeline, features = tfpipe_flags.pipeline_config(), _feature_config(source)
+        image = isinstance(features, ImageConfig)
+        store = FLAGS.store or ("jpeg" if image else "waveform")
+        if store not in (("jpeg", "raw") if image else ("log_mel", "waveform")):
+            raise ValueError(f"--store={store}: {'images' if image else 'audio'} shards store "
+                             f"{'jpeg or raw' if image else 'log_mel or waveform'}")
+        shards = FLAGS.shards if FLAGS.shards is not None else not image
         data = prepare_data(source, FLAGS.eval_data, FLAGS.eval_fraction, model_dir, features,
-                            store=FLAGS.store, num_shards=FLAGS.num_shards, shard_workers=FLAGS.shard_workers,
-                            on_error=FLAGS.on_error, per_class=FLAGS.per_class, corpus_seed=FLAGS.corpus_seed)
+                            store=store, num_shards=FLAGS.num_shards, shard_workers=FLAGS.shard_workers,
+                            on_error=FLAGS.on_error, per_class=FLAGS.per_class, corpus_seed=FLAGS.corpus_seed,
+                            shards=shards)
     except ValueError as e:  # includes tfpipe.DataError: the message names the file and the fix
         sys.exit(f"estimator_demo: {e}")
     print(f"[data] {data.description}")
@@ -237,17 +265,34 @@ def main(argv: Sequence[str]) -> None:
         sys.exit(f"estimator_demo: {e}")
     predictions = predict_saved_model(result.export_dir, pick_files(data.eval_files, FLAGS.predict_files),
                                       features)
-    print(summary(data, result, predictions, FLAGS.pipeline, time.perf_counter() - started))
+    same_data = f" --data {FLAGS.data}" if FLAGS.data else (" --domain image" if FLAGS.domain == "image" else "")
+    print(summary(data, result, predictions, FLAGS.pipeline, time.perf_counter() - started, same_data=same_data))
 
 
-def _feature_config(source: Optional[Source]) -> FeatureConfig:
-    """The feature flags; for a shard folder, its index's features with the flags that were set on top."""
+def _feature_config(source: Optional[Source]) -> Any:
+    """The feature flags of the data's domain (ImageConfig for images, else FeatureConfig); for a
+    shard folder, its index's features with the flags that were set on top."""
     shards = source is not None and source.kind == "shards"
-    return tfpipe_flags.feature_config(base=source.index["features"] if shards else None)
+    base = source.index.get("features") if shards else None
+    if _domain(source) == "image":
+        known = {f.name for f in dataclasses.fields(ImageConfig)}
+        values = {k: v for k, v in (base or {}).items() if k in known}
+        return ImageConfig(**{**values, **tfpipe_flags.set_fields(ImageConfig)})
+    return tfpipe_flags.feature_config(base=base)
+
+
+def _domain(source: Optional[Source]) -> str:
+    """'image' or 'audio': from the files, a shard index, or --domain when there is no --data."""
+    if source is None:
+        return FLAGS.domain
+    if source.kind == "shards":
+        recorded = source.index.get("domain", "audio")
+        return recorded.get("name", "audio") if isinstance(recorded, dict) else recorded
+    return "image" if source.kind == "image" else "audio"
 
 
 def summary(data: DemoData, result: TrainResult, predictions: Sequence[tuple[str, int, str, float]],
-            preset: str, seconds: float) -> str:
+            preset: str, seconds: float, same_data: str = "") -> str:
     """The closing report: accuracy, speed, input wait, export path, predictions."""
     speed = result.speed
     lines = ["", "=" * 72, "estimator_demo summary", "=" * 72,
@@ -259,14 +304,17 @@ def summary(data: DemoData, result: TrainResult, predictions: Sequence[tuple[str
                      f"{speed.input_wait_share:.1%} of step time  (--pipeline={preset}, {speed.steps} steps "
                      f"measured)")
         other = "naive" if preset == "optimized" else "optimized"
-        lines.append(f"A/B                python -m estimator_demo --pipeline={other}  (same data and model; "
+        lines.append(f"A/B                python -m estimator_demo{same_data} --pipeline={other}  "
+                     f"(same data and model; "
                      f"compare examples/s and input wait)")
     else:
         lines.append("training speed     no steps trained (the checkpoint was already at --train_steps; "
                      "drop --resume to start over)")
     lines.append(f"SavedModel         {result.export_dir}")
     if predictions:
-        lines.append("predictions        SavedModel reloaded with tf.saved_model.load, raw waveforms in:")
+        image = getattr(domain_of(predictions[0][0]), "name", "") == "image"
+        sent = "encoded image files" if image else "raw waveforms"
+        lines.append(f"predictions        SavedModel reloaded with tf.saved_model.load, {sent} in:")
         width = max(len(_short(p)) for p, *_ in predictions)
         for path, label, name, p in predictions:
             truth = data.class_names[label]
@@ -276,13 +324,13 @@ def summary(data: DemoData, result: TrainResult, predictions: Sequence[tuple[str
         right = sum(data.class_names[label] == name for _, label, name, _ in predictions)
         lines.append(f"                   {right} of {len(predictions)} right")
     else:
-        lines.append("predictions        skipped: the eval data is a shard folder (no waveforms to send)")
+        lines.append("predictions        skipped: the eval data is a shard folder (no files to send)")
     lines += [f"total time         {seconds:.0f} s", "=" * 72]
     return "\n".join(lines)
 
 
 def _short(path: str) -> str:
-    """class_folder/file.wav: enough to recognise a file."""
+    """class_folder/file.wav (or .jpg): enough to recognise a file."""
     return os.path.join(os.path.basename(os.path.dirname(path)), os.path.basename(path))
 
 

@@ -50,7 +50,7 @@ def test_bad_csv_manifests_are_clear_errors(tmp_path, text, error, message):
 
 def test_bad_folders_are_clear_errors(tmp_path):
     os.makedirs(tmp_path / "empty")
-    with pytest.raises(ValueError, match=r"no \.wav files found"):
+    with pytest.raises(ValueError, match=r"no [.a-z, ]*\.wav[.a-z, ]* files found"):  # order: plug-in import order
         sources.find_examples(str(tmp_path / "empty"))
     one = make_corpus(tmp_path / "one", classes=("only",), per_class=2)
     with pytest.raises(ValueError, match=r"only one class \('only'\); a classifier needs at least two"):

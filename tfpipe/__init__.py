@@ -13,6 +13,7 @@ _EXPORTS = {
     "PipelineConfig": "tfpipe.config",
     "FeatureConfig": "tfpipe.domains.audio.config",
     "AudioConfig": "tfpipe.domains.audio.config",
+    "ImageConfig": "tfpipe.domains.image.config",
     "Stage": "tfpipe.core.stage",
     "python_fn": "tfpipe.core.stage",
     "FileSource": "tfpipe.core.source",

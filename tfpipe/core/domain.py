@@ -90,12 +90,13 @@ class Domain:
         """Values `offline(store=...)` accepts; the first is the default."""
         raise NotImplementedError
 
-    def stored_stages(self, stored: Mapping[str, Any], config: Any) -> list[Stage]:
+    def stored_stages(self, stored: Mapping[str, Any], config: Any, mode: str = "eval") -> list[Stage]:
         """Stages after a shard's records are parsed, turning stored values into `config`'s features.
 
         Args:
           stored: the shard index's domain entry (its config dict and store).
           config: the features the pipeline asks for.
+          mode: "train" | "eval" | "predict": images crop at random in train, centrally otherwise.
 
         Raises:
           DataError: the shards cannot give these features (other settings), naming each field.

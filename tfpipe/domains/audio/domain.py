@@ -68,7 +68,7 @@ class AudioDomain(Domain):
 
         return AudioOffline(config, store)
 
-    def stored_stages(self, stored: Mapping[str, Any], config: FeatureConfig) -> list[Stage]:
+    def stored_stages(self, stored: Mapping[str, Any], config: FeatureConfig, mode: str = "eval") -> list[Stage]:
         store = stored["store"]
         check_stored(stored, config)
         if store == "waveform" and config.output == "log_mel":  # log-mel from stored waveforms

@@ -1,0 +1,192 @@
+"""Image ops, eagerly and inside Dataset.map: decode (every mode), fused decode-and-crop, windows,
+resize, dtype, normalize. Also the tiny image writers the other image test modules use."""
+
+import io
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from PIL import Image
+
+from tfpipe.domains.image import ops
+from tfpipe.domains.image.config import ImageConfig
+
+
+def pattern(height, width, seed=0):
+    """uint8 [height, width, 3]: smooth gradients plus a little noise (JPEG-friendly, not flat)."""
+    rng = np.random.default_rng(seed)
+    ys, xs = np.mgrid[0:height, 0:width]
+    base = np.stack([255 * ys / max(1, height - 1), 255 * xs / max(1, width - 1), 128 + 0 * xs], -1)
+    return np.clip(base + rng.normal(0, 4, base.shape), 0, 255).astype(np.uint8)
+
+
+def encode(pixels_or_image, fmt="JPEG", mode=None, **options):
+    """Bytes of an image (numpy RGB or PIL) saved as fmt, converted to mode first."""
+    image = pixels_or_image if isinstance(pixels_or_image, Image.Image) else Image.fromarray(pixels_or_image)
+    if mode:
+        image = image.convert(mode)
+    out = io.BytesIO()
+    image.save(out, fmt, **options)
+    return out.getvalue()
+
+
+def write(path, data):
+    """Writes bytes to path (parents created); returns the path as str."""
+    os.makedirs(os.path.dirname(str(path)), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+    return str(path)
+
+
+def _eager_and_mapped(fn, *inputs):
+    """fn eagerly and inside Dataset.map over the same single element."""
+    eager = fn(*map(tf.constant, inputs)).numpy()
+    mapped = next(iter(tf.data.Dataset.from_tensors(tuple(inputs)).map(fn))).numpy()
+    return eager, mapped
+
+
+PIXELS = pattern(40, 50)
+MODES = {  # PIL mode -> (format, the RGB PIL itself gives for it)
+    "RGB_jpeg": ("JPEG", "RGB"), "L_jpeg": ("JPEG", "L"), "CMYK_jpeg": ("JPEG", "CMYK"),
+    "RGB_png": ("PNG", "RGB"), "L_png": ("PNG", "L"), "LA_png": ("PNG", "LA"), "RGBA_png": ("PNG", "RGBA"),
+    "P_png": ("PNG", "P"), "1_png": ("PNG", "1"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODES))
+def test_decode_rgb_gives_three_channels_like_pil_for_every_mode(name):
+    fmt, mode = MODES[name]
+    data = encode(PIXELS, fmt, mode, **({"quality": 95} if fmt == "JPEG" else {}))
+    reference = np.asarray(Image.open(io.BytesIO(data)).convert("RGB")).astype(int)
+    eager, mapped = _eager_and_mapped(ops.decode_rgb, data)
+    assert eager.shape == (40, 50, 3) and eager.dtype == np.uint8
+    np.testing.assert_array_equal(eager, mapped)
+    # PNG is lossless: exact. JPEG: TF's default IDCT (fast integer) and PIL's (slow integer)
+    # round differently; CMYK more (the two convert CMYK->RGB by different formulas).
+    tolerance = {"PNG": 0, "JPEG": 6}[fmt] if mode != "CMYK" else 12
+    difference = np.abs(eager.astype(int) - reference)
+    assert difference.max() <= tolerance and difference.mean() <= (0.0 if fmt == "PNG" else 2.0)
+
+
+def test_decode_rgb_scales_16_bit_png_to_the_top_byte():
+    values = (np.arange(40 * 50, dtype=np.uint32).reshape(40, 50) * 31 % 65536).astype(np.uint16)
+    data = encode(Image.fromarray(values), "PNG")
+    assert Image.open(io.BytesIO(data)).mode.startswith("I;16")
+    eager, mapped = _eager_and_mapped(ops.decode_rgb, data)
+    np.testing.assert_array_equal(eager, np.repeat((values >> 8).astype(np.uint8)[..., None], 3, -1))
+    np.testing.assert_array_equal(mapped, eager)
+
+
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG"])
+def test_decode_and_crop_equals_decode_then_crop(fmt):
+    data = encode(pattern(120, 90), fmt, **({"quality": 90} if fmt == "JPEG" else {}))
+    window = tf.constant([13, 7, 61, 45])
+    full = ops.decode_rgb(tf.constant(data)).numpy()
+
+    def fused(contents):  # min_size = the window: no scaled decode
+        return ops.decode_and_crop(contents, lambda shape: window, min_size=(61, 45))
+
+    eager, mapped = _eager_and_mapped(fused, data)
+    np.testing.assert_array_equal(mapped, eager)
+    difference = np.abs(eager.astype(int) - full[13:13 + 61, 7:7 + 45])
+    if fmt == "PNG":
+        assert difference.max() == 0
+    else:  # libjpeg upsamples chroma at a crop edge that is not on a block boundary a little differently
+        assert difference.max() <= 3 and difference.mean() < 0.1
+
+
+def test_jpeg_window_is_decoded_at_reduced_scale_when_it_stays_above_the_output_size():
+    data = encode(pattern(480, 640), "JPEG", quality=90)
+    window = tf.constant([40, 80, 400, 480])
+    full = ops.decode_rgb(tf.constant(data)).numpy()[40:440, 80:560]
+    for min_size, ratio in (((400, 480), 1), ((200, 240), 2), ((100, 100), 4), ((50, 60), 8), ((10, 10), 8)):
+        out = ops.decode_and_crop(tf.constant(data), lambda shape: window, min_size).numpy()
+        assert out.shape == (400 // ratio, 480 // ratio, 3), (min_size, out.shape)
+        # The scaled decode is a proper downscale of the same pixels: compare at the output size.
+        ours = ops.resize(out, 50, 60).numpy().astype(int)
+        reference = ops.resize(full, 50, 60).numpy().astype(int)
+        assert np.abs(ours - reference).mean() < 3.0, ratio
+
+
+def test_center_window_keeps_the_output_aspect_and_the_fraction():
+    window = ops.center_window(tf.constant([100, 200, 3]), 64, 64, 0.5).numpy()
+    np.testing.assert_array_equal(window, [25, 75, 50, 50])  # half of the largest square (100)
+    window = ops.center_window(tf.constant([300, 200, 3]), 32, 64, 1.0).numpy()
+    np.testing.assert_array_equal(window, [100, 0, 100, 200])  # 1:2, as wide as the image
+    tiny = ops.center_window(tf.constant([1, 1, 3]), 64, 64, 0.875).numpy()
+    np.testing.assert_array_equal(tiny, [0, 0, 1, 1])
+
+
+def test_random_window_stays_inside_and_covers_the_minimum_area():
+    shape = tf.constant([120, 200, 3])
+    windows = np.stack([ops.random_window(shape, 0.35).numpy() for _ in range(100)])
+    mapped = np.stack(list(tf.data.Dataset.from_tensors(shape).repeat(100)
+                           .map(lambda s: ops.random_window(s, 0.35)).as_numpy_iterator()))
+    for w in (windows, mapped):
+        y, x, rows, columns = w.T
+        assert (y >= 0).all() and (x >= 0).all() and (y + rows <= 120).all() and (x + columns <= 200).all()
+        area = rows * columns / (120 * 200)
+        assert (area >= 0.35 - 0.02).all() and (area <= 1.0).all()
+        assert len({tuple(v) for v in w}) > 50  # random, not one fixed crop
+
+
+def test_random_flip_flips_about_half_the_time():
+    image = tf.constant(pattern(8, 9))
+    flipped = [bool((ops.random_flip(image).numpy() != image.numpy()).any()) for _ in range(200)]
+    assert 60 < sum(flipped) < 140
+    assert all((f.numpy() == image.numpy()).all() or (f.numpy() == image.numpy()[:, ::-1]).all()
+               for f in (ops.random_flip(image) for _ in range(10)))
+
+
+def test_resize_rounds_to_uint8_at_the_output_size():
+    eager, mapped = _eager_and_mapped(lambda x: ops.resize(x, 16, 24), pattern(40, 50))
+    assert eager.shape == (16, 24, 3) and eager.dtype == np.uint8
+    np.testing.assert_array_equal(eager, mapped)
+    flat = np.full((30, 30, 3), 77, np.uint8)
+    np.testing.assert_array_equal(ops.resize(flat, 7, 9).numpy(), 77)
+
+
+def test_to_dtype_and_normalize_on_single_images_and_batches():
+    batch = np.stack([pattern(4, 5, seed=s) for s in range(3)])
+    floats = ops.to_dtype(tf.constant(batch), "float32").numpy()
+    np.testing.assert_allclose(floats, batch / 255.0, rtol=1e-6)
+    assert ops.to_dtype(tf.constant(batch), "uint8").dtype == tf.uint8
+    np.testing.assert_allclose(ops.to_dtype(tf.constant(batch[0]), "float32").numpy(), floats[0])
+    # normalize gives the same for the uint8 and the [0, 1] float form, one image or a batch
+    from_bytes = ops.normalize(tf.constant(batch)).numpy()
+    np.testing.assert_allclose(ops.normalize(tf.constant(floats)).numpy(), from_bytes, atol=1e-5)
+    np.testing.assert_allclose(ops.normalize(tf.constant(batch[1])).numpy(), from_bytes[1], atol=1e-6)
+    mean_colour = np.round(np.array(ops.IMAGENET_MEAN) * 255).astype(np.uint8)
+    centred = ops.normalize(tf.constant(np.tile(mean_colour, (2, 2, 1)))).numpy()
+    assert np.abs(centred).max() < 0.01  # the ImageNet mean maps to ~0
+    one_std = ops.normalize(tf.constant([[[0.485 + 0.229, 0.456, 0.406]]])).numpy()
+    np.testing.assert_allclose(one_std, [[[1.0, 0.0, 0.0]]], atol=1e-6)
+
+
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG"])
+def test_preprocess_eval_is_deterministic_and_the_same_in_map_and_tf_function(fmt):
+    config = ImageConfig(height=24, width=32)
+    data = encode(pattern(90, 70), fmt)
+    eager, mapped = _eager_and_mapped(lambda c: ops.preprocess(c, config, train=False), data)
+    traced = tf.function(lambda c: ops.preprocess(c, config, train=False))(tf.constant(data)).numpy()
+    assert eager.shape == (24, 32, 3) and eager.dtype == np.uint8
+    np.testing.assert_array_equal(eager, mapped)
+    np.testing.assert_array_equal(eager, traced)
+    # = crop the center window of the decoded image, then resize (the fused decode changes nothing here)
+    full = ops.decode_rgb(tf.constant(data))
+    reference = ops.resize(ops.crop(full, ops.eval_window(config)(tf.shape(full))), 24, 32).numpy()
+    np.testing.assert_array_equal(eager, reference)
+
+
+def test_preprocess_train_is_random_but_well_formed():
+    config = ImageConfig(height=24, width=32)
+    data = tf.constant(encode(pattern(90, 70), "JPEG"))
+    outs = [ops.preprocess(data, config, train=True).numpy() for _ in range(8)]
+    assert all(o.shape == (24, 32, 3) and o.dtype == np.uint8 for o in outs)
+    assert len({o.tobytes() for o in outs}) > 4
+    mapped = list(tf.data.Dataset.from_tensors(data).repeat(4)
+                  .map(lambda c: ops.preprocess(c, config, train=True)).as_numpy_iterator())
+    assert all(o.shape == (24, 32, 3) for o in mapped)
+    decoded = ops.decode_rgb(data)
+    assert ops.preprocess_decoded(decoded, config, train=True).shape == (24, 32, 3)
