@@ -249,7 +249,7 @@ def from_lists(paths: Sequence[Any], labels: Sequence[Any], root: str = "") -> F
 
 
 def _known_extensions() -> str:
-    return ", ".join(e for d in domains().values() for e in d.extensions)
+    return ", ".join(sorted(e for d in domains().values() for e in d.extensions))
 
 
 def _stable_fraction(key: str) -> float:
