@@ -20,6 +20,8 @@ An HTML comment on the line right above a fence (invisible on GitHub) tells the 
                           e.g. `help-only tfpipe bench, tfpipe serve`); instead every --flag a
                           command names must exist in its `--help` (tfpipe SUB or python -m MOD).
   env NAME=VALUE          set an environment variable for the block.
+  link PATH               make the repository's PATH visible at PATH in the block's folder (a
+                          symlink), for blocks that, run from a checkout, use its files.
   timeout SECONDS         per command / script (default 120).
 
 A block without a marker runs as written. An unknown directive fails the test, as does a
@@ -59,6 +61,7 @@ class Block:
     replace: list = dataclasses.field(default_factory=list)  # (old, new)
     help_only: list = dataclasses.field(default_factory=list)  # command prefixes; [""] = every command
     env: dict = dataclasses.field(default_factory=dict)
+    links: list = dataclasses.field(default_factory=list)  # repository paths linked into the block's folder
     timeout: float = _DEFAULT_TIMEOUT
 
     @property
@@ -120,6 +123,8 @@ def _read_marker(block: Block, text: str) -> None:
             block.env[name.strip()] = value.strip()
         elif word == "timeout" and rest:
             block.timeout = float(rest)
+        elif word == "link" and rest:
+            block.links.append(rest)
         else:
             raise ValueError(f"README.md:{block.line}: unknown test directive {directive!r} (see tests/test_readme.py)")
 
@@ -169,6 +174,9 @@ def unknown_flags(command: str, help_text: str) -> list[str]:
 def run_block(block: Block, cwd: str) -> None:
     """Runs one block in `cwd` as the module docstring says; raises AssertionError when it fails."""
     env = _env(block.env)
+    for path in block.links:
+        os.makedirs(os.path.dirname(os.path.join(cwd, path)) or cwd, exist_ok=True)
+        os.symlink(os.path.join(ROOT, path), os.path.join(cwd, path))
     for path, per_class in block.corpora:
         _check(subprocess.run(["tfpipe", "synth", "--output", path, "--per_class", str(per_class)],
                               capture_output=True, text=True, cwd=cwd, env=env, timeout=block.timeout),
