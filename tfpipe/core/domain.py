@@ -111,3 +111,20 @@ class Domain:
         """The config a shard index recorded."""
         known = {f.name for f in dataclasses.fields(self.config_class)}
         return self.config_class(**{k: v for k, v in values.items() if k in known})
+
+
+def check_stored_fields(stored_config: Mapping[str, Any], config: Any, fields: Sequence[str], where: str) -> None:
+    """DataError naming each of `fields` where the stored config differs from the requested one.
+
+    Raises:
+      DataError: with both values of every differing field, and the flags that match the shards.
+    """
+    from tfpipe.errors import DataError
+
+    differ = [(k, stored_config.get(k), getattr(config, k)) for k in fields
+              if stored_config.get(k) != getattr(config, k)]
+    if differ:
+        listed = ", ".join(f"{k}={h!r} (pipeline asks for {w!r})" for k, h, w in differ)
+        flags = " ".join(f"--{k} {h}" for k, h, _ in differ)
+        raise DataError(f"{where}: the shards were written with {listed}; rerun tfpipe prepare with the "
+                        f"pipeline's values, or pass the shards' values to the pipeline ({flags})")

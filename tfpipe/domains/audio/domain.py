@@ -7,7 +7,7 @@ from typing import Any, Mapping, Sequence
 
 import tensorflow as tf
 
-from tfpipe.core.domain import Domain
+from tfpipe.core.domain import Domain, check_stored_fields
 from tfpipe.core.source import tf_paths
 from tfpipe.core.stage import Stage
 from tfpipe.domains.audio import ops, scan
@@ -94,14 +94,7 @@ def check_stored(stored: Mapping[str, Any], f: FeatureConfig, where: str = "the 
     if store == "log_mel" and f.output == "waveform":
         raise DataError(f"{where}: the shards store log-mel features but FeatureConfig.output='waveform' "
                         f"asks for waveforms; rerun `tfpipe prepare --store waveform` or ask for output='log_mel'")
-    have = stored["config"]
-    fields = _LOG_MEL_FIELDS if store == "log_mel" else _WAVEFORM_FIELDS
-    differ = [(k, have.get(k), getattr(f, k)) for k in fields if have.get(k) != getattr(f, k)]
-    if differ:
-        listed = ", ".join(f"{k}={h!r} (pipeline asks for {w!r})" for k, h, w in differ)
-        flags = " ".join(f"--{k} {h}" for k, h, _ in differ)
-        raise DataError(f"{where}: the shards were written with {listed}; rerun tfpipe prepare with the "
-                        f"pipeline's values, or pass the shards' values to the pipeline ({flags})")
+    check_stored_fields(stored["config"], f, _LOG_MEL_FIELDS if store == "log_mel" else _WAVEFORM_FIELDS, where)
 
 
 def wav_file_table(source: Any, f: FeatureConfig) -> tf.data.Dataset:

@@ -15,7 +15,7 @@ import struct
 from typing import Sequence
 
 from tfpipe.domains.audio.config import FeatureConfig
-from tfpipe.errors import DataError
+from tfpipe.errors import DataError, listed
 
 _MAX_LISTED = 5  # bad files named in one error message
 _PCM = 1
@@ -56,10 +56,8 @@ def scan_wavs(paths: Sequence[str], features: FeatureConfig) -> WavLayout:
         offsets.append(offset)
         sizes.append(size)
     if bad:
-        listed = "\n  ".join(str(e) for e in bad[:_MAX_LISTED])
-        more = f"\n  ... and {len(bad) - _MAX_LISTED} more" if len(bad) > _MAX_LISTED else ""
         raise DataError(f"{len(bad)} of {len(paths)} wav files cannot be read by the online pipeline, "
-                        f"which needs 16-bit PCM mono at {features.sample_rate} Hz:\n  {listed}{more}\n"
+                        f"which needs 16-bit PCM mono at {features.sample_rate} Hz:{listed(bad, _MAX_LISTED)}\n"
                         f"Fix: {_fix(bad, paths, features)}")
     return WavLayout(tuple(offsets), tuple(sizes))
 

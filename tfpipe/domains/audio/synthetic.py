@@ -20,7 +20,6 @@ layout `tfpipe.find_examples` reads. The same arguments always write the same by
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Callable, Union
@@ -29,10 +28,11 @@ import numpy as np
 import soundfile as sf
 from tqdm import tqdm
 
+from tfpipe.core import corpus
 from tfpipe.core.source import FileSource as Source, find as find_examples
 
 CLASS_NAMES = ("am_tone", "buzz", "chirp_down", "chirp_up", "clicks", "fm_tone", "noise_band", "tone")
-MARKER = "synth.json"  # written last: its presence means the corpus is complete
+MARKER = corpus.MARKER
 _CHUNK = 50  # clips generated at once: bounds memory (50 x samples float64) and paces the progress bar
 _RAMP_SECONDS = 0.01  # event fade in/out, so onsets are not clicks
 _BUZZ_HARMONICS = 30
@@ -70,14 +70,11 @@ def write_corpus(out_dir: Union[str, os.PathLike], per_class: int = 250, sample_
     out_dir = os.fspath(out_dir)
     spec = {"format": "tfpipe-synth", "version": 1, "classes": list(CLASS_NAMES), "per_class": per_class,
             "sample_rate": sample_rate, "clip_seconds": clip_seconds, "seed": seed}
-    if _read_marker(out_dir) == spec:
+    if corpus.is_complete(out_dir, spec):
         return find_examples(out_dir)
-    _check_folder(out_dir)
-    marker = os.path.join(out_dir, MARKER)
-    if os.path.exists(marker):
-        os.remove(marker)  # from here until the end the folder is not a complete corpus
     num_samples = int(round(sample_rate * clip_seconds))
-    with tqdm(total=per_class * len(CLASS_NAMES), desc="synth", unit="clip", disable=not progress) as bar:
+    with corpus.writing(out_dir, spec, CLASS_NAMES, "corpus"), \
+            tqdm(total=per_class * len(CLASS_NAMES), desc="synth", unit="clip", disable=not progress) as bar:
         for class_id, name in enumerate(CLASS_NAMES):
             class_dir = os.path.join(out_dir, name)
             os.makedirs(class_dir, exist_ok=True)
@@ -90,10 +87,6 @@ def write_corpus(out_dir: Union[str, os.PathLike], per_class: int = 250, sample_
                     sf.write(os.path.join(class_dir, f"{name}_{start + i:05d}.wav"), clip, sample_rate,
                              subtype="PCM_16")
                 bar.update(n)
-    tmp = marker + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(spec, f, indent=1)
-    os.replace(tmp, marker)
     return find_examples(out_dir)
 
 
@@ -215,25 +208,6 @@ def _background(n: int, samples: int, rng: np.random.Generator) -> np.ndarray:
 
 
 # --- the folder ---------------------------------------------------------------------
-
-def _read_marker(out_dir: str) -> dict:
-    """The synth.json of a complete corpus, or {}."""
-    try:
-        with open(os.path.join(out_dir, MARKER)) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
-
-
-def _check_folder(out_dir: str) -> None:
-    """Refuses to mix the corpus into a folder that holds anything else."""
-    if not os.path.isdir(out_dir):
-        return
-    foreign = sorted(e for e in os.listdir(out_dir) if e not in CLASS_NAMES and e != MARKER)
-    if foreign:
-        raise ValueError(f"{out_dir}: holds {', '.join(foreign[:5])}, which are not part of the synthetic "
-                         f"corpus; write it to an empty or new folder")
-
 
 def _remove_stale(class_dir: str, per_class: int) -> None:
     """Deletes wavs an earlier, larger corpus left in class_dir, so counts match per_class."""

@@ -6,11 +6,11 @@ from typing import Any, Mapping, Sequence
 
 import tensorflow as tf
 
-from tfpipe.core.domain import Domain
+from tfpipe.core.domain import Domain, check_stored_fields
 from tfpipe.core.stage import Stage
 from tfpipe.domains.image import ops
 from tfpipe.domains.image.config import ImageConfig
-from tfpipe.errors import DataError
+
 
 # Fields that fix the stored images (their size and framing): shards serve only a pipeline asking
 # for the same ones. Augmentation, dtype and the size guard apply after reading and may differ.
@@ -92,10 +92,4 @@ class ImageDomain(Domain):
 
 def check_stored(stored: Mapping[str, Any], config: ImageConfig, where: str = "the shard index") -> None:
     """DataError naming each field where the stored images differ from the requested ones."""
-    have = stored["config"]
-    differ = [(k, have.get(k), getattr(config, k)) for k in _STORED_FIELDS if have.get(k) != getattr(config, k)]
-    if differ:
-        listed = ", ".join(f"{k}={h!r} (pipeline asks for {w!r})" for k, h, w in differ)
-        flags = " ".join(f"--{k} {h}" for k, h, _ in differ)
-        raise DataError(f"{where}: the shards were written with {listed}; rerun tfpipe prepare with the "
-                        f"pipeline's values, or pass the shards' values to the pipeline ({flags})")
+    check_stored_fields(stored["config"], config, _STORED_FIELDS, where)

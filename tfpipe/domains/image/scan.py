@@ -19,7 +19,7 @@ from typing import Sequence
 from PIL import Image, UnidentifiedImageError
 
 from tfpipe.domains.image.config import ImageConfig
-from tfpipe.errors import DataError
+from tfpipe.errors import DataError, listed
 
 _MAX_LISTED = 10  # bad files named in one error message
 ONLINE_FORMATS = ("JPEG", "PNG")  # what the TF decoders in ops read by content
@@ -60,11 +60,9 @@ def scan_images(paths: Sequence[str], config: ImageConfig) -> tuple[str, ...]:
             bad.append(e)
             formats.append("")
     if bad:
-        listed = "\n  ".join(str(e) for e in bad[:_MAX_LISTED])
-        more = f"\n  ... and {len(bad) - _MAX_LISTED} more" if len(bad) > _MAX_LISTED else ""
         raise DataError(f"{len(bad)} of {len(paths)} image files cannot be read by the online pipeline, "
                         f"which decodes complete JPEG and PNG files of at most {config.max_pixels} pixels:"
-                        f"\n  {listed}{more}\nFix: {_fix(bad, paths)}")
+                        f"{listed(bad, _MAX_LISTED)}\nFix: {_fix(bad, paths)}")
     return tuple(formats)
 
 

@@ -17,7 +17,6 @@ the same bytes.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Union
 
@@ -25,10 +24,11 @@ import numpy as np
 from PIL import Image, ImageDraw
 from tqdm import tqdm
 
+from tfpipe.core import corpus
 from tfpipe.core.source import FileSource, find
 
 CLASS_NAMES = ("checker", "circle", "cross", "ring", "square", "stripes_h", "stripes_v", "triangle")
-MARKER = "synth.json"  # written last: its presence means the corpus is complete
+MARKER = corpus.MARKER
 _MIN_CONTRAST = 90.0  # RGB distance between shape and background colours
 _MIN_LUMA = 40.0  # and brightness difference, so grayscale copies keep the shape visible
 
@@ -61,13 +61,10 @@ def write_corpus(out_dir: Union[str, os.PathLike], per_class: int = 150, size: t
     out_dir = os.fspath(out_dir)
     spec = {"format": "tfpipe-synth-image", "version": 1, "classes": list(CLASS_NAMES), "per_class": per_class,
             "size": [low, high], "seed": seed}
-    if _read_marker(out_dir) == spec:
+    if corpus.is_complete(out_dir, spec):
         return find(out_dir)
-    _check_folder(out_dir)
-    marker = os.path.join(out_dir, MARKER)
-    if os.path.exists(marker):
-        os.remove(marker)  # from here until the end the folder is not a complete corpus
-    with tqdm(total=per_class * len(CLASS_NAMES), desc="synth", unit="image", disable=not progress) as bar:
+    with corpus.writing(out_dir, spec, CLASS_NAMES, "image corpus"), \
+            tqdm(total=per_class * len(CLASS_NAMES), desc="synth", unit="image", disable=not progress) as bar:
         for class_id, name in enumerate(CLASS_NAMES):
             class_dir = os.path.join(out_dir, name)
             os.makedirs(class_dir, exist_ok=True)
@@ -77,10 +74,6 @@ def write_corpus(out_dir: Union[str, os.PathLike], per_class: int = 150, size: t
                 image = draw(name, (int(rng.integers(low, high + 1)), int(rng.integers(low, high + 1))), rng)
                 _save(image, os.path.join(class_dir, f"{name}_{i:05d}"), rng)
                 bar.update(1)
-    tmp = marker + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(spec, f, indent=1)
-    os.replace(tmp, marker)
     return find(out_dir)
 
 
@@ -151,25 +144,6 @@ def _save(image: Image.Image, stem: str, rng: np.random.Generator) -> None:
         image.save(stem + ".jpg", "JPEG", quality=int(rng.integers(70, 96)))
     else:
         image.save(stem + ".png", "PNG")
-
-
-def _read_marker(out_dir: str) -> dict:
-    """The synth.json of a complete corpus, or {}."""
-    try:
-        with open(os.path.join(out_dir, MARKER)) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
-
-
-def _check_folder(out_dir: str) -> None:
-    """Refuses to mix the corpus into a folder that holds anything else."""
-    if not os.path.isdir(out_dir):
-        return
-    foreign = sorted(e for e in os.listdir(out_dir) if e not in CLASS_NAMES and e != MARKER)
-    if foreign:
-        raise ValueError(f"{out_dir}: holds {', '.join(foreign[:5])}, which are not part of the synthetic "
-                         f"image corpus; write it to an empty or new folder")
 
 
 def _clear(class_dir: str) -> None:
