@@ -241,7 +241,7 @@ def main(argv: Sequence[str]) -> None:
 def _feature_config(source: Optional[Source]) -> FeatureConfig:
     """The feature flags; for a shard folder, its index's features with the flags that were set on top."""
     shards = source is not None and source.kind == "shards"
-    return tfpipe_flags.feature_config(base=source.index["features"] if shards else None)
+    return tfpipe_flags.feature_config(base=source.index["domain"]["config"] if shards else None)
 
 
 def summary(data: DemoData, result: TrainResult, predictions: Sequence[tuple[str, int, str, float]],

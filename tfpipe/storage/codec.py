@@ -166,7 +166,8 @@ class RecordCodec:
                 got = field_of(example[key])
             except ValueError as e:
                 raise ValueError(f"example {position}, key {key!r}: {e}") from None
-            if got != want and not _castable(got, want):
+            python = isinstance(example[key], (int, float, list, tuple)) and not isinstance(example[key], np.generic)
+            if got != want and not (python and _castable(got, want)):
                 raise ValueError(f"example {position}, key {key!r}: expected {want.dtype} {list(want.shape)} "
                                  f"(the schema), got {got.dtype} {list(got.shape)}")
 
@@ -271,13 +272,13 @@ class RecordCodec:
 
 
 def _castable(got: Field, want: Field) -> bool:
-    """Python scalars take the schema's dtype (an int where int32 is stored, a float for float64)."""
+    """Python numbers take the schema's dtype (an int where int32 is stored, a float for float64)."""
     if got.shape != want.shape:
         return False
     if got.is_string or want.is_string:
         return got.is_string and want.is_string
-    if got.shape != () or want.dtype == "bool" or got.dtype not in ("int64", "float32"):
-        return False  # only Python scalars adapt; arrays must match the schema
+    if want.dtype == "bool" or got.dtype not in ("int64", "float32"):
+        return False  # only Python numbers and lists adapt; numpy values must match the schema
     return np.dtype(got.dtype).kind in ("i" if want.dtype.startswith(("int", "uint")) else "if")
 
 

@@ -33,7 +33,7 @@ VERSION = 2
 LEGACY_FORMAT = "tfpipe-shards"  # version 1 folders (one example per record, audio only)
 _HASH_BLOCK = 1 << 20  # 1 MiB reads when hashing shards
 _SHARD_KEYS = ("file", "num_examples", "bytes", "sha256")
-_REQUIRED = ("format", "split", "num_examples", "class_names", "features", "shards")
+_FIX = "rerun the tfpipe prepare command that wrote the folder"
 
 
 def sha256_file(path: str) -> str:
@@ -145,36 +145,46 @@ def read_index(root: str) -> Optional[dict]:
 
 
 def check_index(index: dict, where: str) -> dict:
-    """`index` if it has every key a reader needs, of the right types; else DataError naming it."""
+    """`index` if it names its shards (inside the folder), examples and classes; else DataError naming it.
+
+    Enough to recognize a shard folder (`find`); `check_readable` checks what reading needs.
+    """
     from tfpipe.storage.formats import FORMATS
 
-    fix = "rerun the tfpipe prepare command that wrote the folder"
-    missing = [k for k in _REQUIRED if k not in index]
+    missing = [k for k in ("format", "num_examples", "class_names", "shards") if k not in index]
     if missing:
-        raise DataError(f"{where}: not a complete shard index: no {', '.join(map(repr, missing))}; {fix}")
+        raise DataError(f"{where}: not a complete shard index: no {', '.join(map(repr, missing))}; {_FIX}")
     if index["format"] not in FORMATS:
         raise DataError(f"{where}: format {index['format']!r} is not one this tfpipe reads "
-                        f"({', '.join(FORMATS)}); {fix}")
+                        f"({', '.join(FORMATS)}); {_FIX}")
     shards = index["shards"]
-    if not isinstance(shards, list) or not all(isinstance(s, dict) and all(k in s for k in _SHARD_KEYS)
+    if not isinstance(shards, list) or not all(isinstance(s, dict) and "file" in s and "num_examples" in s
                                                for s in shards):
-        raise DataError(f"{where}: 'shards' must list {{{', '.join(_SHARD_KEYS)}}} per shard; {fix}")
+        raise DataError(f"{where}: 'shards' must list {{{', '.join(_SHARD_KEYS)}}} per shard; {_FIX}")
     for shard in shards:
         name = shard["file"]
         if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", ".."):
             raise DataError(f"{where}: shard {name!r} is not a file name inside the folder (paths such as "
-                            f"'../x' are refused: an index only names its own folder's shards); {fix}")
+                            f"'../x' are refused: an index only names its own folder's shards); {_FIX}")
         shard.setdefault("num_records", shard["num_examples"])
         shard.setdefault("block_size", 1)
-    if not isinstance(index["features"], dict) or not all(
-            isinstance(v, dict) and "dtype" in v and "shape" in v for v in index["features"].values()):
-        raise DataError(f"{where}: 'features' must map each key to {{dtype, shape}}; {fix}")
     index.setdefault("label_key", "label")
     index.setdefault("label_names", True)
     index.setdefault("domain", None)
     index.setdefault("notes", {})
     index.setdefault("rejected", [])
     return index
+
+
+def check_readable(index: dict, where: str) -> None:
+    """DataError naming the index unless it has what reading and verifying need (schema, sizes, hashes)."""
+    features = index.get("features")
+    if not isinstance(features, dict) or not all(
+            isinstance(v, dict) and v.get("dtype") and isinstance(v.get("shape"), list) for v in features.values()):
+        raise DataError(f"{where}: 'features' must map each key to {{dtype, shape}}; {_FIX}")
+    incomplete = [s["file"] for s in index["shards"] if not all(k in s for k in _SHARD_KEYS)]
+    if incomplete:
+        raise DataError(f"{where}: shard {incomplete[0]} lacks one of {', '.join(_SHARD_KEYS)}; {_FIX}")
 
 
 def _upgrade_v1(old: dict, where: str) -> dict:
@@ -184,8 +194,8 @@ def _upgrade_v1(old: dict, where: str) -> dict:
         features = {store: {"dtype": dtype, "shape": shape}, "path": {"dtype": "bytes", "shape": []}}
         domain = {"name": "audio", "store": store, "config": old["features"],
                   "features": {store: {"dtype": "float32", "shape": shape}}}
-    except (KeyError, TypeError, ValueError) as e:
-        raise DataError(f"{where}: a version-1 shard index without {e}; rerun tfpipe prepare") from None
+    except (KeyError, TypeError, ValueError):
+        features, domain = None, None  # recognized as a shard folder; reading it fails in check_readable
     return {**{k: v for k, v in old.items() if k not in ("store", "dtype", "shape")},
             "format": "tfrecord-example", "version": 1, "features": features, "domain": domain,
             "label_key": "label", "label_names": False}

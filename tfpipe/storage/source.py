@@ -81,6 +81,7 @@ class ShardSource:
             raise ValueError(f"{self.root}: read= is for files; a shard folder's records are read by "
                              f"tfpipe (pass process= or batch_process= to work on its examples)")
         index = self.index
+        index_lib.check_readable(index, os.path.join(self.root, INDEX_NAME))
         for shard, path in zip(index["shards"], self.paths):
             _check_size(path, shard["bytes"], self.root)  # damage caught before training starts
         fmt, codec = get_format(index["format"]), self.codec

@@ -65,6 +65,7 @@ def verify_folder(shard_dir) -> FolderCheck:
 
     source = find(shard_dir)
     index, root = source.index, source.root
+    index_lib.check_readable(index, os.path.join(root, index_lib.INDEX_NAME))
     codec = source.codec
     seen: set = set()
     checks = [_check_shard(os.path.join(root, s["file"]), s, index, codec, seen) for s in index["shards"]]

@@ -136,7 +136,20 @@ def _init_worker(done_queue, inputs) -> None:
 
 
 def _die_with_parent() -> None:
-    """prctl(PR_SET_PDEATHSIG, SIGKILL) on Linux: no orphaned worker holding its memory."""
+    """prctl(PR_SET_PDEATHSIG, SIGKILL) on Linux: no orphaned worker holding its memory.
+
+    The forkserver hands each worker a copy of the pipe end whose EOF tells the forkserver
+    that prepare is gone; closed here, or the forkserver (and so the workers) would never see it.
+    """
+    from multiprocessing import forkserver
+
+    alive = getattr(forkserver._forkserver, "_forkserver_alive_fd", None)  # pylint: disable=protected-access
+    if alive is not None:
+        try:
+            os.close(alive)
+        except OSError:
+            pass
+        forkserver._forkserver._forkserver_alive_fd = None  # pylint: disable=protected-access
     try:
         import ctypes
 
