@@ -380,11 +380,11 @@ def test_hand_run_multi_host_mode_is_retired_with_the_beam_replacement_named(cor
 
 # --- toggles (v1 records: parse is the map after batch; v2 blocks are parsed inside the interleave) ------
 
-def test_block_shards_parse_inside_the_interleave_and_have_no_map_after_batch(corpus, tmp_path):
-    _write(corpus, tmp_path / "shards")
+def test_block_shards_parse_inside_the_interleave_and_cast_after_batch(corpus, tmp_path):
+    _write(corpus, tmp_path / "shards")  # float16 on disk: the only map after batch is the cast to float32
     assert _ops(tmp_path / "shards") == ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3",
                                          "ParallelInterleaveDatasetV4", "ShuffleDatasetV3", "BatchDatasetV2",
-                                         "PrefetchDataset", "OptionsDataset"]
+                                         "ParallelMapDatasetV2", "PrefetchDataset", "OptionsDataset"]
 
 
 def _ops(shard_dir, features=FEAT, **toggles):

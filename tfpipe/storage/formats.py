@@ -103,7 +103,7 @@ class BlockFormat:
                                            "tfpipe.json lists; run `tfpipe inspect --verify` on its folder"])
                 with tf.control_dependencies([tf.debugging.Assert(ok, [message])]):
                     labels = tf.identity(labels)
-                return _cast(values, cast), labels
+                return values, labels  # stored dtypes: half the bytes through shuffle and batch
 
             blocks = checked_records(path, num_records).enumerate().map(parse)
             return blocks.unbatch()  # examples, so the chain's shuffle buffer holds examples
@@ -111,7 +111,11 @@ class BlockFormat:
         return read_shard
 
     def stages(self, codec, keys, cast) -> list[Stage]:
-        return []  # parsed inside expand, once per block
+        # Parsed inside expand, once per block. The cast to the written dtype (float16 -> float32)
+        # runs on whole batches, after the example shuffle and batch moved the smaller values.
+        if not cast:
+            return []
+        return [Stage("cast", lambda values, labels: (_cast(values, cast), labels), batchable=True)]
 
     def interleave_block(self, block_size: int) -> int:
         return max(1, block_size)
