@@ -273,7 +273,7 @@ def _feature_config(source: Optional[Source]) -> Any:
     """The feature flags of the data's domain (ImageConfig for images, else FeatureConfig); for a
     shard folder, its index's features with the flags that were set on top."""
     shards = source is not None and source.kind == "shards"
-    base = source.index.get("features") if shards else None
+    base = (source.index["domain"] or {}).get("config") if shards else None
     if _domain(source) == "image":
         known = {f.name for f in dataclasses.fields(ImageConfig)}
         values = {k: v for k, v in (base or {}).items() if k in known}
@@ -286,8 +286,7 @@ def _domain(source: Optional[Source]) -> str:
     if source is None:
         return FLAGS.domain
     if source.kind == "shards":
-        recorded = source.index.get("domain", "audio")
-        return recorded.get("name", "audio") if isinstance(recorded, dict) else recorded
+        return (source.index["domain"] or {}).get("name", "audio")
     return "image" if source.kind == "image" else "audio"
 
 

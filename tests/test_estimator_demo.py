@@ -167,7 +167,7 @@ def test_prepare_data_shards_any_readable_wav_and_holds_out_by_path(tmp_path):
     eval_index = json.load(open(os.path.join(first.eval, "tfpipe.json")))
     assert train_index["num_examples"] + eval_index["num_examples"] == 14  # nothing lost
     assert len(first.eval_files) == eval_index["num_examples"] > 0
-    assert train_index["store"] == "waveform" and train_index["features"]["n_mels"] == 16
+    assert train_index["domain"]["store"] == "waveform" and train_index["domain"]["config"]["n_mels"] == 16
     held = {os.path.basename(p) for p, _ in first.eval_files}
     other = demo_data.prepare_data(data, None, 0.5, str(tmp_path / "run2"), SMALL, num_shards=2)
     assert held <= {os.path.basename(p) for p, _ in other.eval_files}  # a bigger fraction only adds files
@@ -205,7 +205,7 @@ def test_demo_entry_point_trains_exports_reloads_and_predicts(tmp_path):
 
     index = json.load(open(run_dir / "shards" / "train" / "tfpipe.json"))
     held = json.load(open(run_dir / "shards" / "eval" / "tfpipe.json"))
-    assert index["features"]["n_mels"] == 32 and index["store"] == "waveform"
+    assert index["domain"]["config"]["n_mels"] == 32 and index["domain"]["store"] == "waveform"
     assert index["num_examples"] + held["num_examples"] == 6 * len(synthetic.CLASS_NAMES)
 
     export_dir = re.search(r"SavedModel         (\S+)", out).group(1)

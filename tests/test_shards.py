@@ -49,12 +49,12 @@ def _match(got, want):
 
 
 def _stored_paths(shard_dir):
-    """Every record's source path, read straight from the TFRecord files."""
+    """Every example's source path, read straight from the TFRecord files (one or a block per record)."""
     paths = []
     for f in sorted(glob.glob(os.path.join(shard_dir, "*.tfrecord"))):
         for record in tf.data.TFRecordDataset(f):
             example = tf.train.Example.FromString(record.numpy())
-            paths.append(example.features.feature[shards.PATH_KEY].bytes_list.value[0].decode())
+            paths += [p.decode() for p in example.features.feature[shards.PATH_KEY].bytes_list.value]
     return paths
 
 
@@ -97,7 +97,9 @@ def test_round_trip_equals_online_features_every_example_once(corpus, tmp_path, 
     features = dataclasses.replace(FEAT, output=output)
     index = _write(corpus, tmp_path / "shards", store=store, dtype=dtype, features=features)
     assert index["num_examples"] == 12 and index["rejected"] == []
-    assert index["features"] == dataclasses.asdict(features) and index["store"] == store
+    assert index["domain"]["config"] == dataclasses.asdict(features) and index["domain"]["store"] == store
+    assert index["features"][store] == {"dtype": dtype, "shape": list(dataclasses.replace(features, output=store)
+                                                                      .feature_shape)}
     got, got_labels, sizes = _examples(tmp_path / "shards", features)
     want, want_labels, _ = _examples(corpus, features)
     assert sizes == [5, 5, 2]  # eval: one pass, last partial batch kept
@@ -147,46 +149,74 @@ def test_shards_default_to_the_features_they_were_written_with(corpus, tmp_path)
 _SLOW_WRITER = textwrap.dedent("""
     import sys, time
     import tfpipe
-    from tfpipe import shard_writer
-    shard_writer._CHUNK_EXAMPLES = 1  # several chunks per shard, so the kill lands inside one
-    featurize = shard_writer._featurize
-    def slow(clips, job):
+    from tfpipe.storage import shard_job
+    shard_job._CHUNK_EXAMPLES = 1  # several chunks per shard, so the kill lands inside one
+    chunk = shard_job._chunk_examples
+    def slow(*args):
         time.sleep(0.4)
-        return featurize(clips, job)
-    shard_writer._featurize = slow
+        return chunk(*args)
+    shard_job._chunk_examples = slow
     tfpipe.write_shards(sys.argv[1], sys.argv[2], num_shards=6, num_workers=0, progress=False,
-                        features=tfpipe.FeatureConfig(clip_seconds=0.25))
+                        features=tfpipe.FeatureConfig(clip_seconds=0.25), format=sys.argv[3], seed=int(sys.argv[4]))
 """)
 
 
-def test_killed_run_leaves_no_half_shard_and_rerun_ends_identical(tmp_path):
-    corpus = make_corpus(tmp_path / "corpus", per_class=8)
-    reference = _write(corpus, tmp_path / "reference", num_shards=6)
-    out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, corpus, str(out)], start_new_session=True,
-                            stderr=subprocess.PIPE)
-    first = out / "train-00000-of-00006.tfrecord"
+def _start_slow_writer(corpus, out, fmt="tfrecord-block", seed=0):
+    return subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, corpus, str(out), fmt, str(seed)],
+                            start_new_session=True, stderr=subprocess.PIPE)
+
+
+def _kill_after_first_shard(proc, out):
+    """SIGKILLs the writer once shard 0 is whole and shard 1 is half-written."""
+    manifest = out / ".tfpipe-work" / "train-00000-of-00006.tfrecord.json"
+    half = str(out / ".tfpipe-work" / "train-00001-*.tmp-*")
     deadline = time.time() + 90
-    half = str(out / ".train-00001-*.tmp-*")
-    while not (os.path.exists(shards.sidecar_path(str(first))) and glob.glob(half)):
+    while not (manifest.exists() and glob.glob(half)):
         assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
         assert time.time() < deadline, "the writer never finished its first shard"
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)  # mid-way through shard 1
     proc.wait()
+
+
+@pytest.mark.parametrize("fmt", ["tfrecord-block", "tfrecord-example"])
+def test_killed_run_leaves_no_half_shard_and_rerun_ends_identical(tmp_path, fmt):
+    corpus = make_corpus(tmp_path / "corpus", per_class=8)
+    reference = _write(corpus, tmp_path / "reference", num_shards=6, format=fmt)
+    out = tmp_path / "out"
+    proc = _start_slow_writer(corpus, out, fmt)
+    _kill_after_first_shard(proc, out)
     assert not (out / "tfpipe.json").exists()
     by_file = {s["file"]: s["sha256"] for s in reference["shards"]}
-    for path in glob.glob(str(out / "*.tfrecord")):  # whatever has a final name is whole
+    shard_files = glob.glob(str(out / "train-*"))  # the reader's glob: shards only, every one whole
+    assert [os.path.basename(p) for p in shard_files] == ["train-00000-of-00006.tfrecord"]
+    for path in shard_files:
         assert shards.sha256_file(path) == by_file[os.path.basename(path)]
+    first = out / "train-00000-of-00006.tfrecord"
     before = os.stat(first)
 
-    resumed = _write(corpus, out, num_shards=6, num_workers=2)  # the same command, now in 2 processes
+    resumed = _write(corpus, out, num_shards=6, num_workers=2, format=fmt)  # the same command, 2 processes
     assert resumed == reference
     assert json.loads((out / "tfpipe.json").read_text()) == reference
     after = os.stat(first)
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)  # not rewritten
-    assert glob.glob(str(out / ".*tmp*")) == []
+    assert sorted(os.listdir(out)) == sorted([s["file"] for s in reference["shards"]] + ["tfpipe.json"])
     assert [c.problem for c in shards.verify_shards(str(out))] == [""] * 6
+
+
+def test_interrupted_rerun_with_another_seed_never_reads_wrong_data(tmp_path):
+    corpus = make_corpus(tmp_path / "corpus", per_class=8)
+    out = tmp_path / "out"
+    _write(corpus, out, num_shards=6)
+    proc = _start_slow_writer(corpus, out, seed=1)  # another plan: shards are replaced one by one
+    _kill_after_first_shard(proc, out)
+    # The old index went before the first new shard: the folder is not a shard folder until rerun.
+    assert not (out / "tfpipe.json").exists()
+    with pytest.raises(ValueError, match=r"no .* files found|expected one subfolder|subfolder per class"):
+        tfpipe.build_dataset(out, "eval", None, FEAT)
+    rerun = _write(corpus, out, num_shards=6, seed=1)
+    assert rerun == _write(corpus, tmp_path / "reference", num_shards=6, seed=1)
+    assert sorted(_stored_paths(out)) == _relative_wavs(corpus)  # every clip exactly once
 
 
 # --- inputs of every kind ------------------------------------------------------------------
@@ -228,7 +258,7 @@ def test_any_wav_format_is_accepted_offline_and_decoded_alike(tmp_path):
     for name, kwargs in _ACCEPTED.items():
         _sine(str(root / "other" / f"{name}.wav"), **kwargs)
     out = tmp_path / "shards"
-    index = _write(root, out, num_shards=1, store="waveform", dtype="float32",
+    index = _write(root, out, num_shards=1, store="waveform", dtype="float32", format="tfrecord-example",
                    features=dataclasses.replace(FEAT, output="waveform"))
     assert index["num_examples"] == 1 + len(_ACCEPTED) and index["rejected"] == []
     records = {}
@@ -248,20 +278,30 @@ def test_bad_file_fails_naming_it_by_default(tmp_path, kind):
     root = tmp_path / "data"
     _sine(str(root / "a" / "good.wav"))
     bad = _bad_file(str(root / "b" / f"{kind}.wav"), kind)
-    with pytest.raises(tfpipe.DataError, match=rf"{re.escape(bad)}: {_REJECTED[kind]}.*--on_error=skip"):
+    with pytest.raises(tfpipe.DataError, match=rf"(?s)nothing was written.*{re.escape(bad)}: {_REJECTED[kind]}.*--on_error=skip"):
         _write(root, tmp_path / "shards", num_shards=1)
     assert not os.path.exists(tmp_path / "shards" / "tfpipe.json")
-    assert glob.glob(str(tmp_path / "shards" / "*")) == []  # nothing half-written is left
+    assert not os.path.exists(tmp_path / "shards")  # nothing is left, not even the folder
 
 
-def test_a_worker_process_failure_names_the_file(tmp_path):
+def test_every_bad_file_is_listed_with_its_reason_before_anything_is_written(tmp_path):
     root = tmp_path / "data"
     for i in range(4):
         _sine(str(root / "a" / f"good{i}.wav"))
-    bad = _bad_file(str(root / "b" / "cut.wav"), "truncated")
-    with pytest.raises(tfpipe.DataError, match=rf"{re.escape(bad)}: truncated.*writing train-0000"):
+    bad = {kind: _bad_file(str(root / "b" / f"{kind}.wav"), kind) for kind in _REJECTED}
+    os.symlink(str(root / "nowhere.wav"), str(root / "b" / "broken_link.wav"))
+    os.symlink("loop.wav", str(root / "b" / "loop.wav"))
+    with pytest.raises(tfpipe.DataError) as raised:
         _write(root, tmp_path / "shards", num_shards=2, num_workers=2)
-    assert not os.path.exists(tmp_path / "shards" / "tfpipe.json")
+    message = str(raised.value)
+    assert message.startswith("7 of 11 input files cannot be used; nothing was written")
+    for kind, path in bad.items():
+        assert f"{path}: {_REJECTED[kind]}" in message
+    assert "broken_link.wav: " in message and "loop.wav: " in message
+    assert not os.path.exists(tmp_path / "shards")
+    # --on_error=skip: the same files are listed in the index with the same reasons; links included.
+    index = _write(root, tmp_path / "shards", num_shards=2, on_error="skip")
+    assert index["num_examples"] == 4 and len(index["rejected"]) == 7
 
 
 def test_bad_files_are_skipped_and_listed_and_counts_add_up(tmp_path):
@@ -302,7 +342,9 @@ def test_cli_prepare_then_inspect_verify_names_a_corrupted_shard(corpus, tmp_pat
         f.write(bytes([byte[0] ^ 0xFF]))
     plain = _cli("inspect", out)
     assert plain.returncode == 0, plain.stderr  # sizes still match: only --verify reads the bytes
-    for line in ("a             4", "train-00000-of-00003.tfrecord", "log_mel, float16, shape [26, 64]"):
+    for line in ("a             4", "train-00000-of-00003.tfrecord", "format        tfrecord-block (version 2)",
+                 "log_mel float16 [26, 64], path bytes []", "audio, stores log_mel (read as log_mel float32 [26, 64])",
+                 "converted     none"):
         assert line in plain.stdout
     verified = _cli("inspect", out, "--verify")
     assert verified.returncode == 1
@@ -325,38 +367,25 @@ def test_shard_with_wrong_size_fails_when_the_dataset_is_built(corpus, tmp_path)
         tfpipe.build_dataset(out, "train", None, FEAT)
 
 
-# --- several hosts ----------------------------------------------------------------------------
+# --- several hosts: retired for Beam ----------------------------------------------------------
 
-def test_hosts_write_disjoint_shards_and_merge_to_the_single_host_index(corpus, tmp_path):
-    single = _write(corpus, tmp_path / "single", num_shards=4)
-    out = tmp_path / "multi"
-    part = _write(corpus, out, num_shards=4, worker_index=1, num_hosts=2)
-    assert part["host"] == [1, 2] and [s["file"] for s in part["shards"]] == [
-        "train-00001-of-00004.tfrecord", "train-00003-of-00004.tfrecord"]
-    assert not (out / "tfpipe.json").exists()
-    with pytest.raises(tfpipe.DataError, match=r"1 of 2 hosts.*--worker_index 0 --num_hosts 2"):
-        shards.merge_index(str(out))
-    merged = _write(corpus, out, num_shards=4, worker_index=0, num_hosts=2)  # the last host merges
-    assert merged == single == shards.merge_index(str(out))
+def test_hand_run_multi_host_mode_is_retired_with_the_beam_replacement_named(corpus, tmp_path):
+    with pytest.raises(ValueError, match=r"multi-host mode is retired.*runner='beam'"):
+        _write(corpus, tmp_path / "multi", num_shards=4, worker_index=1, num_hosts=2)
+    with pytest.raises(tfpipe.DataError, match=r"retired.*--runner=beam"):
+        shards.merge_index(str(tmp_path / "multi"))
+    done = _cli("prepare", "--input", corpus, "--output", str(tmp_path / "m"), "--num_hosts", "2")
+    assert done.returncode == 1 and "--runner=beam" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_merge_never_mixes_parts_of_different_plans(corpus, tmp_path):
-    out = tmp_path / "multi"
-    for host in (0, 1):
-        _write(corpus, out, num_shards=4, worker_index=host, num_hosts=2)
-    # A host reruns with another shard count: its part and the other host's no longer fit together.
-    with pytest.raises(tfpipe.DataError, match=r"tfpipe\.part-00001-of-00002\.json: plan differ from host 0's"):
-        _write(corpus, out, num_shards=3, worker_index=0, num_hosts=2)
-    # A full rerun on 3 hosts merges only its own parts, into the single-host index.
-    for host in (0, 1, 2):
-        merged = _write(corpus, out, num_shards=6, worker_index=host, num_hosts=3)
-    assert merged == _write(corpus, tmp_path / "single", num_shards=6)
-    with pytest.raises(tfpipe.DataError, match=r"runs with 2 and 3 hosts"):
-        shards.merge_index(str(out))  # which run? the caller must say
-    assert shards.merge_index(str(out), 3) == merged
+# --- toggles (v1 records: parse is the map after batch; v2 blocks are parsed inside the interleave) ------
 
+def test_block_shards_parse_inside_the_interleave_and_cast_after_batch(corpus, tmp_path):
+    _write(corpus, tmp_path / "shards")  # float16 on disk: the only map after batch is the cast to float32
+    assert _ops(tmp_path / "shards") == ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3",
+                                         "ParallelInterleaveDatasetV4", "ShuffleDatasetV3", "BatchDatasetV2",
+                                         "ParallelMapDatasetV2", "PrefetchDataset", "OptionsDataset"]
 
-# --- toggles ----------------------------------------------------------------------------------
 
 def _ops(shard_dir, features=FEAT, **toggles):
     pipe = tfpipe.PipelineConfig.optimized(batch_size=4, **toggles)
@@ -387,13 +416,13 @@ _OPTIMIZED = ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3", "Parall
     ("prefetch", _OPTIMIZED[:-2] + ["OptionsDataset"]),
 ])
 def test_each_toggle_changes_the_shard_chain(corpus, tmp_path, toggle, expected):
-    _write(corpus, tmp_path / "shards")
+    _write(corpus, tmp_path / "shards", format="tfrecord-example")
     assert _ops(tmp_path / "shards") == _OPTIMIZED
     assert _ops(tmp_path / "shards", **{toggle: False}) == expected
 
 
 def test_cache_fuse_maps_and_deterministic_change_the_shard_chain(corpus, tmp_path):
-    _write(corpus, tmp_path / "shards", store="waveform")
+    _write(corpus, tmp_path / "shards", store="waveform", format="tfrecord-example")
     cached = _ops(tmp_path / "shards", cache="memory")
     assert cached[:4] == ["TensorSliceDataset", "ParallelInterleaveDatasetV4", "CacheDatasetV2",
                           "RepeatDataset"]
@@ -409,7 +438,7 @@ def test_cache_fuse_maps_and_deterministic_change_the_shard_chain(corpus, tmp_pa
 
 
 def test_naive_chain_reads_shards_one_by_one_and_parses_per_example(corpus, tmp_path):
-    _write(corpus, tmp_path / "shards")
+    _write(corpus, tmp_path / "shards", format="tfrecord-example")
     naive = tfpipe.build_dataset(tmp_path / "shards", "train", tfpipe.PipelineConfig.naive(), FEAT)
     assert dataset_ops(naive) == ["TensorSliceDataset", "FlatMapDataset", "ShuffleDatasetV3", "MapDataset",
                                   "BatchDatasetV2", "RepeatDataset", "OptionsDataset"]

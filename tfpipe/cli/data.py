@@ -48,6 +48,9 @@ def run_synth(argv: Sequence[str]) -> None:
 
 # --- prepare / inspect -----------------------------------------------------------
 
+_RETIRED = ("worker_index", "num_hosts", "merge")  # the hand-run multi-host mode: Beam replaces it
+
+
 def define_prepare() -> None:
     from tfpipe import flags as tfpipe_flags
     from tfpipe.config import FeatureConfig
@@ -55,112 +58,148 @@ def define_prepare() -> None:
     flags.DEFINE_string("input", None, "Wav folder (one subfolder per class) or CSV manifest (path,label).")
     flags.DEFINE_string("output", None, "Shard folder to write (a rerun finishes an interrupted one).",
                         required=True)
-    flags.DEFINE_integer("num_shards", 16, "Shard files in the whole dataset.", lower_bound=1)
-    flags.DEFINE_integer("workers", 2, "Worker processes, each writing whole shards (0: in this process).",
-                         lower_bound=0)
+    flags.DEFINE_integer("num_shards", None, "Shard files (default: min(16, examples), more when a shard "
+                         "would exceed 256 MiB).", lower_bound=1)
+    flags.DEFINE_integer("workers", None, "Worker processes, each writing whole shards (0: in this process; "
+                         "default: 0 below 10,000 examples, else one per 10,000 up to the cores).", lower_bound=0)
     flags.DEFINE_enum("store", "log_mel", ["log_mel", "waveform"],
                       "Store log-mel features or fixed-length waveforms.")
     flags.DEFINE_enum("dtype", "float16", ["float16", "float32"], "Storage dtype (read back as float32).")
-    flags.DEFINE_string("split", "train", "Shard file name prefix.")
+    flags.DEFINE_enum("format", "tfrecord-block", ["tfrecord-block", "tfrecord-example"],
+                      "Records: blocks of examples (v2, fast reads) or one tf.train.Example per example (v1).")
+    flags.DEFINE_enum("runner", "local", ["local", "beam"],
+                      "Write with local worker processes, or with Apache Beam (see --beam_options).")
+    flags.DEFINE_string("beam_options", None, "Beam pipeline options for --runner=beam, e.g. "
+                        "'--runner=FlinkRunner --flink_master=HOST:8081' (default: DirectRunner, "
+                        "multi-processing on this machine).")
+    flags.DEFINE_string("split", "train", "Shard file name prefix (one split per folder).")
     flags.DEFINE_enum("on_error", "fail", ["fail", "skip"],
-                      "Unreadable input: stop naming it, or skip it and list it in tfpipe.json's rejected.")
+                      "Unreadable inputs: list every one and stop before writing, or skip them and list them "
+                      "in tfpipe.json's rejected.")
     flags.DEFINE_integer("seed", 0, "Planner seed: which clip goes to which shard, record order.",
                          lower_bound=0)
-    flags.DEFINE_integer("worker_index", 0, "This host's number when several hosts write one dataset.",
+    flags.DEFINE_integer("worker_index", 0, "Retired (hand-run multi-host mode): use --runner=beam.",
                          lower_bound=0)
-    flags.DEFINE_integer("num_hosts", 1, "Hosts writing the dataset (each writes its own shards).",
+    flags.DEFINE_integer("num_hosts", 1, "Retired (hand-run multi-host mode): use --runner=beam.",
                          lower_bound=1)
-    flags.DEFINE_boolean("merge", False,
-                         "Only merge the hosts' partial indexes in --output into tfpipe.json.")
+    flags.DEFINE_boolean("merge", False, "Retired (hand-run multi-host mode): use --runner=beam.")
     tfpipe_flags.define_config_flags(FeatureConfig, FLAGS, exclude=("output",))  # --output is the folder
 
 
 def run_prepare(argv: Sequence[str]) -> None:
     from tfpipe import flags as tfpipe_flags
-    from tfpipe import shards
     from tfpipe.errors import DataError
+    from tfpipe.storage import writer
 
     if argv:
         fail(f"unexpected arguments {' '.join(argv)}; pass --input DIR|CSV --output DIR")
+    retired = [f"--{name}" for name in _RETIRED if FLAGS[name].present]
+    if retired:
+        fail(f"{', '.join(retired)}: the hand-run multi-host mode is retired. To write on several machines, "
+             f"run the same plan with Apache Beam: tfpipe prepare --input DATA --output SHARDS --runner=beam "
+             f"--beam_options='--runner=FlinkRunner --flink_master=HOST:8081' (or SparkRunner, "
+             f"DataflowRunner); the launching process writes tfpipe.json when every shard is done")
+    if not FLAGS.input:
+        fail("--input is required: a wav folder (one subfolder per class) or a CSV manifest (path,label)")
     try:
-        if FLAGS.merge:
-            index = shards.merge_index(FLAGS.output, FLAGS.num_hosts if FLAGS["num_hosts"].present else None)
-            print(f"merged the partial indexes of {FLAGS.output} into {shards.INDEX_NAME}")
-            _print_written(index, FLAGS.output)
-            return
-        if not FLAGS.input:
-            fail("--input is required: a wav folder (one subfolder per class) "
-                  "or a CSV manifest (path,label)")
         # --output is the folder here (FeatureConfig.output is --store), so that flag is not a feature field.
         features = tfpipe_flags.feature_config(exclude=("output",))
-        index, stats = shards.write_shards_with_stats(
+        index, stats = writer.write_shards_with_stats(
             FLAGS.input, FLAGS.output, num_shards=FLAGS.num_shards, num_workers=FLAGS.workers,
-            features=features, store=FLAGS.store, split=FLAGS.split, seed=FLAGS.seed,
-            on_error=FLAGS.on_error, dtype=FLAGS.dtype, worker_index=FLAGS.worker_index,
-            num_hosts=FLAGS.num_hosts)
+            features=features, store=FLAGS.store, split=FLAGS.split, seed=FLAGS.seed, on_error=FLAGS.on_error,
+            dtype=FLAGS.dtype, format=FLAGS.format, runner=FLAGS.runner, beam_options=FLAGS.beam_options)
     except (DataError, ValueError) as e:
         fail(str(e))
+    if stats.complete:
+        print(f"{FLAGS.output} is already complete for this command (checked in {stats.seconds:.2f} s); "
+              f"nothing to do")
+        _print_written(index, FLAGS.output)
+        return
     _print_written(index, FLAGS.output)
+    for what, why in stats.chosen.items():
+        print(f"{what.replace('_', ' ')}: {why}")
     writing = max(stats.writing_seconds, 1e-9)
-    print(f"processed {stats.processed:,} examples in {stats.seconds:.1f} s with {FLAGS.workers} workers: "
+    how = "with Apache Beam" if FLAGS.runner == "beam" else f"with {stats.num_workers} worker processes" \
+        if stats.num_workers else "in this process"
+    print(f"processed {stats.processed:,} examples in {stats.seconds:.1f} s {how}: "
           f"{stats.processed / stats.seconds:,.0f} examples/s; after {stats.startup_seconds:.1f} s start-up, "
           f"{stats.processed / writing:,.0f} examples/s over {stats.writing_seconds:.1f} s"
           + (f"; {stats.resumed_shards} of {stats.shards} shards were already complete"
              if stats.resumed_shards else ""))
-    if "host" in index:
-        print(f"host {FLAGS.worker_index} of {FLAGS.num_hosts} done; the index is merged when every host has "
-              f"finished (or run: tfpipe prepare --merge --output {FLAGS.output})")
+
+
+def _schema_text(features: dict) -> str:
+    return ", ".join(f"{k} {v['dtype']} {list(v['shape'])}" for k, v in features.items())
+
+
+def _notes_text(index: dict) -> str:
+    """'3 cropped, 2 resampled' (the silent conversions a domain made), or 'none'."""
+    notes = {k: v for k, v in (index.get("notes") or {}).items() if v}
+    return ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in notes.items()) or "none"
 
 
 def _print_written(index: dict, out_dir: str) -> None:
-    """One summary line per fact: counts (found = written + rejected), storage, where."""
-    from tfpipe import shards
+    """One summary line per fact: counts (found = written + rejected), storage, conversions, where."""
+    from tfpipe.storage.index import INDEX_NAME
 
     found = index["num_examples"] + len(index["rejected"])
     size = sum(s["bytes"] for s in index["shards"])
+    blocks = sorted({s.get("block_size", 1) for s in index["shards"]})
     print(f"wrote {index['num_examples']:,} examples in {len(index['shards'])} shards ({_human_bytes(size)}, "
-          f"{index['store']} {index['dtype']} {index['shape']}) to {out_dir}")
+          f"{index['format']}" + (f", blocks of {'/'.join(map(str, blocks))}" if blocks != [1] else "")
+          + f"; {_schema_text(index['features'])}) to {out_dir}")
     print(f"found {found:,} = written {index['num_examples']:,} + rejected {len(index['rejected']):,}"
-          + (f" (reasons in {os.path.join(out_dir, shards.INDEX_NAME)}; tfpipe inspect {out_dir})"
+          + (f" (reasons in {os.path.join(out_dir, INDEX_NAME)}; tfpipe inspect {out_dir})"
              if index["rejected"] else ""))
+    if index.get("domain"):
+        print(f"converted: {_notes_text(index)}")
 
 
 def define_inspect() -> None:
-    flags.DEFINE_boolean("verify", False, "Re-read every shard: sha256, record count, labels, feature sizes.")
+    flags.DEFINE_boolean("verify", False, "Re-read every shard and check every claim of the index: sha256, "
+                         "record and example counts, dtype/shape by decoding, labels vs class names, strays.")
 
 
 def run_inspect(argv: Sequence[str]) -> None:
-    from tfpipe import shards, sources
+    from tfpipe import shards
+    from tfpipe.core.source import find
     from tfpipe.errors import DataError
+    from tfpipe.storage import verify
 
     if len(argv) != 1:
         fail(USAGE["inspect"])
     root = os.path.abspath(argv[0])
     try:
-        source = sources.find_examples(root)
+        source = find(root)
         if source.kind != "shards":
-            raise DataError(f"{root}: no {shards.INDEX_NAME}; not a shard folder (if prepare ran on several "
-                            f"hosts, run tfpipe prepare --merge --output {root})")
-        checks = shards.verify_shards(source) if FLAGS.verify else None
+            raise DataError(f"{root}: no {shards.INDEX_NAME}; not a shard folder (write one with "
+                            f"tfpipe prepare --input {root} --output SHARDS)")
+        checked = verify.verify_folder(source) if FLAGS.verify else None
     except (DataError, ValueError) as e:
         fail(str(e))
     index = source.index
-    if checks is None:
+    if checked is None:
         status = [shards.size_problem(path, shard["bytes"]) or "ok"
                   for shard, path in zip(index["shards"], source.paths)]
         counts = shards.stored_class_counts(source)
     else:
-        status = [c.problem or "verified" for c in checks]
-        counts = [sum(column) for column in zip(*(c.class_counts for c in checks))]
+        status = [c.problem or "verified" for c in checked.shards]
+        counts = [sum(column) for column in zip(*(c.class_counts for c in checked.shards))]
     on_disk = sum(os.path.getsize(p) for p in source.paths)
-    features = " ".join(f"{k}={v}" for k, v in index["features"].items())
-    print(_table([["shard folder", root],
-                  ["format", f"{index['format']} v{index['version']}, split {index['split']!r}"],
-                  ["examples", f"{index['num_examples']:,} written + {len(index['rejected']):,} rejected = "
-                               f"{index['num_examples'] + len(index['rejected']):,} found"],
-                  ["stored", f"{index['store']}, {index['dtype']}, shape {index['shape']} per example"],
-                  ["features", features],
-                  ["on disk", f"{_human_bytes(on_disk)} in {len(index['shards'])} shards"]]))
+    domain = index.get("domain")
+    rows = [["shard folder", root],
+            ["format", f"{index['format']} (version {index.get('version')}), split {index['split']!r}"],
+            ["examples", f"{index['num_examples']:,} written + {len(index['rejected']):,} rejected = "
+                         f"{index['num_examples'] + len(index['rejected']):,} found"],
+            ["schema", _schema_text(index["features"]) + (f"; label {index['label_key']!r} int64"
+                                                          if index.get("label_key") else "")]]
+    if domain:
+        rows += [["domain", f"{domain['name']}, stores {domain['store']} (read as "
+                            f"{_schema_text(domain['features'])})"],
+                 ["config", " ".join(f"{k}={v}" for k, v in domain["config"].items())],
+                 ["converted", _notes_text(index)]]
+    rows += [["on disk", f"{_human_bytes(on_disk)} in {len(index['shards'])} shards"]]
+    print(_table(rows))
     print()
     class_rows = [[name, f"{n:,}" if counts else "?"] for name, n in zip(index["class_names"], counts or
                                                                         [0] * len(index["class_names"]))]
@@ -168,19 +207,20 @@ def run_inspect(argv: Sequence[str]) -> None:
     if not counts:
         print("(per-class counts: run with --verify)")
     print()
-    shard_rows = [[s["file"], f"{s['num_examples']:,}", f"{s['bytes']:,}", s["sha256"][:12], st]
-                  for s, st in zip(index["shards"], status)]
-    print(_table([["shard", "examples", "bytes", "sha256", "status"]] + shard_rows, right=(1, 2)))
+    shard_rows = [[s["file"], f"{s['num_examples']:,}", f"{s.get('num_records', s['num_examples']):,}",
+                   f"{s['bytes']:,}", s["sha256"][:12], st] for s, st in zip(index["shards"], status)]
+    print(_table([["shard", "examples", "records", "bytes", "sha256", "status"]] + shard_rows, right=(1, 2, 3)))
     if index["rejected"]:
         print()
         print(_table([["rejected", "reason"]] + [[r["path"], r["reason"]] for r in index["rejected"]]))
     damaged = [(s["file"], st) for s, st in zip(index["shards"], status) if st not in ("ok", "verified")]
-    if damaged:
-        listed = "; ".join(f"{os.path.join(root, f)}: {why}" for f, why in damaged)
-        fail(f"{len(damaged)} damaged shard(s): {listed}; "
-              f"rerun the same tfpipe prepare command to rewrite them")
+    problems = [f"{os.path.join(root, f)}: {why}" for f, why in damaged] + (checked.problems if checked else [])
+    if problems:
+        fail(f"{len(problems)} problem(s): {'; '.join(problems)}; rerun the same tfpipe prepare command to "
+             f"rewrite the folder")
     if FLAGS.verify:
-        print(f"\nverified {len(index['shards'])} shards: checksums, record counts, labels and sizes match")
+        print(f"\nverified {len(index['shards'])} shards: checksums, record and example counts, dtypes and "
+              f"shapes, labels and class names match the index; no stray shard files")
 
 
 def _table(rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:

@@ -1,0 +1,218 @@
+"""One shard, written atomically: the per-shard function the local writer and the Beam writer share.
+
+A job names the examples of one shard (domain files to load and featurize, or the user's
+own examples). The shard goes to a temp name in the work subfolder, is fsynced and renamed
+into the folder when whole; then its manifest (size, sha256, counts, rejected inputs, and a
+key of its inputs and settings) is written next to the temp files, so a rerun of the same
+command keeps shards that are complete.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import hashlib
+import json
+import os
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from tfpipe.errors import DataError
+from tfpipe.storage import index as index_lib
+from tfpipe.storage.codec import RecordCodec
+from tfpipe.storage.formats import get_format
+from tfpipe.storage.plan import ShardSpec
+
+_CHUNK_EXAMPLES = 16  # domain inputs featurized per call: amortizes TF dispatch; the STFT's ~3 MB stays in cache
+PATH_KEY = "path"  # domain shards: the input's path relative to the input folder (verify: each input once)
+
+
+@dataclasses.dataclass(frozen=True)
+class DomainInputs:
+    """How a worker makes examples from files: the domain's offline featurizer (picklable)."""
+
+    domain: str
+    config: Any
+    store: str
+    on_error: str
+
+    def offline(self):
+        return _offline(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardJob:
+    """Everything one worker needs to write one shard (picklable).
+
+    Attributes:
+      spec: the plan's shard.
+      out_dir: the shard folder; work_dir: its work subfolder (temp files, manifests).
+      format: record format name; block_size: examples per record.
+      schema: the stored record schema (RecordCodec.to_json()); label_key: the label's key.
+      class_names: label id -> name (stored with each record).
+      key: identifies inputs and settings; a manifest with another key is not this shard's.
+      paths, names, labels: domain inputs (absolute path, relative name, label id) in record order.
+      inputs: the domain featurizer, or None when `examples` holds the user's own examples.
+      examples: user examples in record order (in-process writers only).
+    """
+
+    spec: ShardSpec
+    out_dir: str
+    work_dir: str
+    format: str
+    block_size: int
+    schema: dict
+    label_key: Optional[str]
+    class_names: tuple[str, ...]
+    key: str
+    paths: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    labels: tuple[int, ...] = ()
+    inputs: Optional[DomainInputs] = None
+    examples: tuple = ()
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self.spec.examples)
+
+
+def input_key(settings: Any, *parts: Any) -> str:
+    """sha256 of the JSON of what made a shard (or a whole folder)."""
+    return hashlib.sha256(json.dumps([settings, *parts], sort_keys=True, default=str).encode()).hexdigest()
+
+
+def file_identity(path: str) -> tuple[int, int]:
+    """(size, mtime_ns) of an input; an edited input changes one of them. (-1, -1) if unreadable."""
+    try:
+        st = os.stat(path)
+        return st.st_size, st.st_mtime_ns
+    except OSError:
+        return -1, -1
+
+
+def write_shard(job: ShardJob, report: Callable[[int], None] = lambda n: None) -> dict:
+    """Writes one shard atomically (or finds it complete); returns its manifest.
+
+    Raises:
+      DataError: an unreadable input with on_error="fail" (naming the file and the shard),
+        or a full disk (the temp file is removed).
+    """
+    final = os.path.join(job.out_dir, job.spec.file)
+    manifest_path = os.path.join(job.work_dir, job.spec.file + ".json")
+    manifest = complete_manifest(final, manifest_path, job.key)
+    if manifest:
+        report(job.num_inputs)
+        return {**manifest, "resumed": True}
+    tmp = os.path.join(job.work_dir, f"{job.spec.file}.tmp-{os.getpid()}")
+    try:
+        manifest = _write(job, tmp, report)
+        os.replace(tmp, final)
+        index_lib.fsync_dir(job.out_dir)
+        index_lib.write_json_atomic(manifest_path, manifest)  # after the shard: a manifest means it is whole
+    except OSError as e:
+        raise index_lib.disk_error(e, final) from e
+    except Exception as e:  # TensorFlow's file errors are not OSErrors
+        if type(e).__module__.startswith("tensorflow") and index_lib.disk_error(e, final) is not e:
+            raise index_lib.disk_error(e, final) from e
+        raise
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return {**manifest, "resumed": False}
+
+
+def _write(job: ShardJob, tmp: str, report: Callable[[int], None]) -> dict:
+    import tensorflow as tf
+
+    codec = RecordCodec.from_json(job.schema, job.label_key)
+    fmt = get_format(job.format)
+    counts = np.zeros(len(job.class_names), np.int64)
+    rejected: list[dict] = []
+    pending: list[tuple[dict, int]] = []
+    num_records = num_examples = 0
+    offline = job.inputs.offline() if job.inputs else None
+    notes_before = collections.Counter(offline.notes()) if offline else collections.Counter()
+    with tf.io.TFRecordWriter(tmp) as writer:
+
+        def flush(full_only: bool) -> None:
+            nonlocal num_records, num_examples
+            while pending and (len(pending) >= job.block_size or not full_only):
+                block, pending[:] = pending[:job.block_size], pending[job.block_size:]
+                examples = [e for e, _ in block]
+                labels = [label for _, label in block]
+                names = [job.class_names[label] for label in labels]
+                for record in fmt.records(codec, examples, labels, names, job.block_size):
+                    writer.write(record)
+                    num_records += 1
+                num_examples += len(block)
+                np.add.at(counts, labels, 1)
+
+        for start in range(0, job.num_inputs, _CHUNK_EXAMPLES):
+            chunk = range(start, min(start + _CHUNK_EXAMPLES, job.num_inputs))
+            pending.extend(_chunk_examples(job, chunk, offline, rejected))
+            flush(full_only=True)
+            report(len(chunk))
+        flush(full_only=False)
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    notes = collections.Counter(offline.notes()) - notes_before if offline else {}
+    return {"file": job.spec.file, "num_examples": num_examples, "num_records": num_records,
+            "block_size": job.block_size, "bytes": os.path.getsize(tmp), "sha256": index_lib.sha256_file(tmp),
+            "class_counts": counts.tolist(), "rejected": rejected, "notes": dict(sorted(notes.items())),
+            "key": job.key}
+
+
+def _chunk_examples(job: ShardJob, chunk: range, offline, rejected: list) -> list[tuple[dict, int]]:
+    """(example dict, label) for the inputs at `chunk` (record order); unreadable ones join `rejected`."""
+    if job.inputs is None:
+        label_key = job.label_key
+        return [({k: v for k, v in job.examples[i].items() if k != label_key}, job.labels[i]) for i in chunk]
+    kept, loaded = [], []
+    for i in chunk:
+        try:
+            loaded.append(offline.load(job.paths[i]))
+            kept.append(i)
+        except DataError as e:
+            if job.inputs.on_error == "fail":
+                raise DataError(f"{e} (writing {job.spec.file}; rerun with --on_error=skip "
+                                f"to list such files as rejected instead)") from None
+            rejected.append({"path": job.names[i], "reason": str(e).removeprefix(f"{job.paths[i]}: ")})
+    if not kept:
+        return []
+    values = offline.featurize(loaded)
+    return [({**{k: v[row] for k, v in values.items()}, PATH_KEY: job.names[i].encode()}, job.labels[i])
+            for row, i in enumerate(kept)]
+
+
+def complete_manifest(final: str, manifest_path: str, key: str) -> Optional[dict]:
+    """The manifest of a complete shard made from the same inputs and settings, re-hashed; else None."""
+    try:
+        with open(manifest_path) as f:
+            manifest = json.load(f)
+        if (manifest.get("key") == key and os.path.getsize(final) == manifest["bytes"]
+                and index_lib.sha256_file(final) == manifest["sha256"]):
+            return manifest
+    except (OSError, ValueError, KeyError):
+        pass  # missing or partial: the shard is written again
+    return None
+
+
+_OFFLINE: dict = {}  # one featurizer per worker process and settings
+
+
+def _offline(inputs: DomainInputs):
+    key = (inputs.domain, inputs.config, inputs.store)
+    if key not in _OFFLINE:
+        from tfpipe.core.source import get_domain
+
+        _OFFLINE[key] = get_domain(inputs.domain).offline(inputs.config, inputs.store)
+    return _OFFLINE[key]
+
+
+def reject_reason(error: Exception, path: str) -> str:
+    return str(error).removeprefix(f"{path}: ")
+
+
+def sum_counts(manifests: Sequence[dict]) -> list[int]:
+    return np.sum([m["class_counts"] for m in manifests], axis=0).astype(int).tolist()

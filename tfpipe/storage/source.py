@@ -1,0 +1,146 @@
+"""ShardSource: a shard folder as a Source of the core chain (registered as a folder reader).
+
+The folder's format reads each shard (expand, inside the chain's interleave) and parses its
+records; a domain's shards then go through the domain's `stored_stages` (e.g. log-mel from
+stored waveforms); your own examples come back as written: the same keys, dtypes, shapes.
+
+Checked when the dataset is built, before training starts: the index (keys, types, shard
+names inside the folder), each shard's size against the index (one stat each), and the
+domain features asked for against the stored ones. Checked while reading, naming the
+shard: fewer readable records than indexed (CRC errors, truncation), more records than
+indexed, and in blocks, each block's example count.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Optional
+
+import tensorflow as tf
+
+from tfpipe.core.source import ChainInput, get_domain, register_folder_reader
+from tfpipe.core.stage import Stage, as_stage
+from tfpipe.errors import DataError
+from tfpipe.storage import index as index_lib
+from tfpipe.storage.codec import RecordCodec
+from tfpipe.storage.formats import get_format
+
+INDEX_NAME = index_lib.INDEX_NAME
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardSource:
+    """A shard folder: TFRecord shards plus the tfpipe.json index that describes them.
+
+    Attributes:
+      root: the folder.
+      paths: shard files, absolute, in index order.
+      class_names: label id -> class name, as written.
+      index: the checked tfpipe.json (version-2 layout; v1 folders are upgraded in memory).
+    """
+
+    root: str
+    paths: tuple[str, ...]
+    class_names: tuple[str, ...]
+    index: dict
+    labels: tuple[int, ...] = ()
+    kind = "shards"
+
+    @property
+    def num_examples(self) -> int:
+        return int(self.index["num_examples"])
+
+    @property
+    def domain(self) -> str:
+        """The domain that wrote the shards ("" for your own examples)."""
+        return (self.index.get("domain") or {}).get("name", "")
+
+    @property
+    def codec(self) -> RecordCodec:
+        index = self.index
+        return RecordCodec.from_json(index["features"], index.get("label_key"), index.get("label_names", True))
+
+    def config(self, features: Any = None) -> Any:
+        """The domain config to read with: `features`, or the one the shards were written with."""
+        stored = self.index.get("domain")
+        if not stored:
+            return None
+        domain = get_domain(stored["name"])
+        return domain.config(features) if features is not None else domain.config_from_dict(stored["config"])
+
+    def chain_input(self, mode: str, features: Any = None, *, read: Any = None, process: Any = None,
+                    batch_process: Any = None) -> ChainInput:
+        """Shard files -> records (interleaved) -> parse -> the domain's stored stages -> yours.
+
+        Raises:
+          DataError: the shards store other features than `features` asks for, or a shard's
+            size differs from the index (truncated or overwritten), naming the shard.
+        """
+        if read is not None:
+            raise ValueError(f"{self.root}: read= is for files; a shard folder's records are read by "
+                             f"tfpipe (pass process= or batch_process= to work on its examples)")
+        index = self.index
+        index_lib.check_readable(index, os.path.join(self.root, INDEX_NAME))
+        for shard, path in zip(index["shards"], self.paths):
+            _check_size(path, shard["bytes"], self.root)  # damage caught before training starts
+        fmt, codec = get_format(index["format"]), self.codec
+        stored = index.get("domain")
+        if stored:
+            keys = list(stored["features"])
+            cast = {k: v["dtype"] for k, v in stored["features"].items()}
+            stages = self._stored_stages(features)
+        else:
+            if features is not None:
+                raise ValueError(f"{self.root}: features={type(features).__name__}(...) but these shards hold "
+                                 f"your own examples ({', '.join(codec.fields)}); leave features unset")
+            keys, cast, stages = list(codec.fields), {}, []
+        stages = fmt.stages(codec, keys, cast) + stages
+        stages += [as_stage(fn, name, batchable) for fn, name, batchable in
+                   ((process, "process", False), (batch_process, "batch_process", True)) if fn is not None]
+        shards = index["shards"]
+        files = tf.data.Dataset.from_tensor_slices((
+            list(self.paths), tf.constant([s["num_records"] for s in shards], tf.int64),
+            tf.constant([s["num_examples"] for s in shards], tf.int64),
+            tf.constant([s["block_size"] for s in shards], tf.int64)))
+        block = max([s["block_size"] for s in shards] or [1])
+        return ChainInput(files, len(self.paths), self.num_examples, tuple(stages),
+                          expand=fmt.expand(codec, keys, cast), block_length=fmt.interleave_block(block))
+
+    def _stored_stages(self, features: Any) -> list[Stage]:
+        stored = self.index["domain"]
+        try:
+            return get_domain(stored["name"]).stored_stages(
+                {"store": stored["store"], "config": stored["config"]}, self.config(features))
+        except DataError as e:
+            raise DataError(str(e).replace("the shard index", os.path.join(self.root, INDEX_NAME), 1)) from None
+
+
+def _check_size(path: str, expected: int, root: str) -> None:
+    """DataError naming the shard when its size on disk differs from the index."""
+    problem = index_lib.size_problem(path, expected)
+    if problem:
+        raise DataError(f"{path}: damaged shard: {problem}; rerun the same tfpipe prepare command to "
+                        f"rewrite it, then `tfpipe inspect --verify {root}`")
+
+
+def read_folder(root: str) -> Optional[ShardSource]:
+    """The ShardSource of a folder with tfpipe.json (None for other folders)."""
+    index = index_lib.read_index(root)
+    if index is None:
+        return None
+    paths = tuple(os.path.join(root, s["file"]) for s in index["shards"])
+    missing = [p for p in paths if not os.path.isfile(p)]
+    if missing:
+        raise DataError(f"{root}: {len(missing)} shard files listed in {INDEX_NAME} are missing, e.g. "
+                        f"{missing[0]}; rerun the same tfpipe prepare command to finish them")
+    return ShardSource(root, paths, tuple(index["class_names"]), index)
+
+
+def check_features(source: ShardSource, features: Any) -> None:
+    """DataError naming each field where the stored features differ from the requested ones."""
+    if source.index.get("domain"):
+        source._stored_stages(features)  # pylint: disable=protected-access
+
+
+register_folder_reader(read_folder)
