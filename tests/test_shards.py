@@ -382,9 +382,11 @@ def test_hand_run_multi_host_mode_is_retired_with_the_beam_replacement_named(cor
 
 def test_block_shards_parse_inside_the_interleave_and_cast_after_batch(corpus, tmp_path):
     _write(corpus, tmp_path / "shards")  # float16 on disk: the only map after batch is the cast to float32
+    # Whole blocks cross the interleave's threads; unbatch (TF's own normalizing map + Unbatch) follows it.
     assert _ops(tmp_path / "shards") == ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3",
-                                         "ParallelInterleaveDatasetV4", "ShuffleDatasetV3", "BatchDatasetV2",
-                                         "ParallelMapDatasetV2", "PrefetchDataset", "OptionsDataset"]
+                                         "ParallelInterleaveDatasetV4", "MapDataset", "UnbatchDataset",
+                                         "ShuffleDatasetV3", "BatchDatasetV2", "ParallelMapDatasetV2",
+                                         "PrefetchDataset", "OptionsDataset"]
 
 
 def _ops(shard_dir, features=FEAT, **toggles):

