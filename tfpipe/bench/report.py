@@ -14,8 +14,11 @@ from typing import Any, Collection, Mapping, Optional, Sequence
 from tfpipe.bench.ops import OpsReport
 
 SCHEMA = "tfpipe-bench"
-SCHEMA_VERSION = 2  # 2: per-core rates, --cores (cores, pinned, speedup), --ops, user dataset_fn/input_fn
-STAGE_NAMES = ("list", "read", "decode", "features", "batch")
+# 2: per-core rates, --cores (cores, pinned, speedup), --ops, user dataset_fn/input_fn.
+# 3: stages of any domain: each stage report has label, features, batch_size and its own stage
+#    names (was: backend, and the wav chain's names only).
+SCHEMA_VERSION = 3
+STAGE_NAMES = ("list", "read", "decode", "features", "batch")  # the audio (wav) domain's chain
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,21 +91,39 @@ def added_ms(rates: Sequence[float]) -> tuple[float, ...]:
 
 @dataclasses.dataclass(frozen=True)
 class StageReport:
-    """Single-thread throughput of each prefix of the wav chain, for one feature backend.
+    """Single-thread throughput of each prefix of the data's domain chain, for one feature config.
 
     Attributes:
-      backend: "tf" or "librosa".
-      rates: examples/s of list, list+read, ..., list+read+decode+features+batch.
-      fused_rate: examples/s of one map doing read+decode+features per example.
-      vectorized_rate: examples/s of read per file, then decode+features on whole batches.
+      label: which config this is, e.g. "audio features", "image features", or the fields
+        where two measured configs differ ("backend=librosa").
+      rates: examples/s of list, list + the first stage, ..., all stages + batch.
+      fused_rate: examples/s of one map running every stage per example.
+      vectorized_rate: examples/s of the stages before batch per example, then the trailing
+        batchable ones on whole batches (None: the domain has no batchable trailing stage).
       cores: usable cores (CPU affinity).
+      names: a name per rate: "list", the domain's stage names (e.g. read, decode, features),
+        "batch".
+      features: the config measured, as a plain dict.
+      batch_size: the batch size measured.
     """
 
-    backend: str
+    label: str
     rates: tuple[float, ...]
     fused_rate: float
-    vectorized_rate: float
+    vectorized_rate: Optional[float]
     cores: int
+    names: tuple[str, ...] = STAGE_NAMES
+    features: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    batch_size: int = 0
+
+    def __post_init__(self):
+        if len(self.names) != len(self.rates):
+            raise ValueError(f"StageReport: {len(self.rates)} rates but {len(self.names)} stage names")
+
+    @property
+    def backend(self) -> str:
+        """Old name of `label` (when the only configs measured were the audio feature backends)."""
+        return self.label
 
     @property
     def added_ms(self) -> tuple[float, ...]:
@@ -113,19 +134,25 @@ class StageReport:
     def limiting(self) -> str:
         """The stage that adds the most time per example."""
         costs = self.added_ms
-        return STAGE_NAMES[costs.index(max(costs))]
+        return self.names[costs.index(max(costs))]
+
+    @property
+    def best_rate(self) -> float:
+        """The best single-thread way of running the maps: fused or vectorized."""
+        return max(self.fused_rate, self.vectorized_rate or 0.0)
 
     @property
     def ideal(self) -> float:
         """The best single-thread way of running the maps, times the usable cores."""
-        return max(self.fused_rate, self.vectorized_rate) * self.cores
+        return self.best_rate * self.cores
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON."""
-        return {"backend": self.backend, "cores": self.cores, "limiting": self.limiting,
+        return {"label": self.label, "features": dict(self.features), "batch_size": self.batch_size,
+                "cores": self.cores, "limiting": self.limiting,
                 "fused_rate": self.fused_rate, "vectorized_rate": self.vectorized_rate, "ideal": self.ideal,
                 "stages": [{"name": n, "examples_per_s": r, "added_ms_per_example": a}
-                           for n, r, a in zip(STAGE_NAMES, self.rates, self.added_ms)]}
+                           for n, r, a in zip(self.names, self.rates, self.added_ms)]}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,7 +242,8 @@ class BenchResult:
       settings: data, batches, repeats, warmup, step_ms, baseline, ... as given.
       machine: cores, usable cores, TF and Python versions, platform, GPU.
       variants: one result per variant, in the order run.
-      stages: stage measurements per feature backend used (empty if not measured).
+      stages: stage measurements per distinct feature config the variants use, at most
+        two (empty if not measured).
       wall_s: wall time of the whole run.
       phases: seconds spent starting workers, building, in rounds, on stages, on ops, stopping.
       ops: per-op single-thread rates of each variant's final chain (empty without `ops`).
@@ -324,14 +352,15 @@ def bench_table(result: BenchResult) -> str:
         lines.append(f"With a {s['step_ms']:g} ms step, a chain without prefetch costs input + step per "
                      f"batch; with prefetch, max(input, step).")
     for rep in result.stages:
-        lines += ["", f"stages ({rep.backend} features, one thread; each row adds one step to the chain):"]
+        lines += ["", f"stages ({rep.label}, one thread; each row adds one step to the chain):"]
         stage_rows = [["stage", "examples/s", "ms/example added", ""]]
-        for name, rate, cost in zip(STAGE_NAMES, rep.rates, rep.added_ms):
-            mark = "<- limits the pipeline" if name == rep.limiting else ""
+        for i, (name, rate, cost) in enumerate(zip(rep.names, rep.rates, rep.added_ms)):
+            mark = "<- limits the pipeline" if i == rep.added_ms.index(max(rep.added_ms)) else ""
             stage_rows.append([name, f"{rate:,.0f}", f"{cost:.3f}", mark])
         lines += ["  " + line for line in align_table(stage_rows, right=range(1, 4))]
-        lines.append(f"  ideal = best single-thread map ({rep.fused_rate:,.0f}/s per example fused, "
-                     f"{rep.vectorized_rate:,.0f}/s vectorized) x {rep.cores} cores = "
+        ways = f"{rep.fused_rate:,.0f}/s per example fused" + (
+            f", {rep.vectorized_rate:,.0f}/s vectorized" if rep.vectorized_rate else "")
+        lines.append(f"  ideal = best single-thread map ({ways}) x {rep.cores} cores = "
                      f"{rep.ideal:,.0f} examples/s" + (" (pinned rows: x their cores)" if pinned else ""))
     for report in result.ops:
         lines += [""] + report.table_lines()
