@@ -262,7 +262,8 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
                                      stats[v.key], build["first_batch_s"], info["import_rss_mb"],
                                      peak["peak_rss_mb"], ideal, to_baseline[v.key].ratio,
                                      cores=info["usable_cores"], pinned=v.cores is not None,
-                                     speedup=to_first[v.key].ratio if core_counts else None))
+                                     speedup=to_first[v.key].ratio if core_counts else None,
+                                     batch_spec=build.get("batch_spec", "")))
     settings = {"data": common["data"], "shards": common["shards"], "domain": domain.name if domain else None,
                 "num_examples": source.num_examples if source else None,
                 "num_classes": len(source.class_names) if source else None, "variants": [v.name for v in chosen],

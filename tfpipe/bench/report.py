@@ -16,7 +16,7 @@ from tfpipe.bench.ops import OpsReport
 SCHEMA = "tfpipe-bench"
 # 2: per-core rates, --cores (cores, pinned, speedup), --ops, user dataset_fn/input_fn.
 # 3: stages of any domain: each stage report has label, features, batch_size and its own stage
-#    names (was: backend, and the wav chain's names only).
+#    names (was: backend, and the wav chain's names only); settings.domain; variants' batch_spec.
 SCHEMA_VERSION = 3
 STAGE_NAMES = ("list", "read", "decode", "features", "batch")  # the audio (wav) domain's chain
 
@@ -177,6 +177,7 @@ class VariantResult:
       pinned: its process was pinned to `cores` (`--cores`).
       speedup: median of per-round ratios to the same variant at the run's first core count
         (None without `--cores`).
+      batch_spec: dtypes and shapes of its first batch, e.g. "({'image': uint8[64, 64, 64, 3]}, int64[64])".
     """
 
     name: str
@@ -194,6 +195,7 @@ class VariantResult:
     cores: Optional[int] = None
     pinned: bool = False
     speedup: Optional[float] = None
+    batch_spec: str = ""
 
     @property
     def key(self) -> str:
@@ -228,7 +230,7 @@ class VariantResult:
                 "examples_per_s": {"median": s.median, "min": s.min, "max": s.max, "rounds": list(s.rates)},
                 "ratio": s.ratio, "baseline_ratio": self.baseline_ratio, "cores": self.cores, "pinned": self.pinned,
                 "examples_per_s_per_core": self.per_core, "speedup": self.speedup,
-                "first_batch_s": self.first_batch_s,
+                "first_batch_s": self.first_batch_s, "batch_spec": self.batch_spec,
                 "import_rss_mb": self.import_rss_mb, "peak_rss_mb": self.peak_rss_mb,
                 "ms_per_batch": self.ms_per_batch, "input_wait_share": self.wait_share, "ideal": self.ideal,
                 "share_of_ideal": self.share_of_ideal, "turns": [dataclasses.asdict(t) for t in self.turns]}

@@ -152,13 +152,27 @@ def _build(state: dict, job: dict, warmup: int) -> dict:
     start = time.perf_counter()
     state["dataset"], finite = _dataset(job)
     state["batches"] = iter(state["dataset"])
-    batch_size = _num_examples(next(state["batches"]))
+    batch = next(state["batches"])
     first = time.perf_counter() - start
+    batch_size = _num_examples(batch)
     for _ in range(warmup):
         next(state["batches"])
     user = job["variant"].kind in ("dataset_fn", "input_fn")
-    return {"first_batch_s": first, "repeated": finite,
+    return {"first_batch_s": first, "repeated": finite, "batch_spec": describe_batch(batch),
             "epoch_batches": _epoch_batches(state["dataset"], batch_size) if user else None}
+
+
+def describe_batch(batch: Any) -> str:
+    """What a batch holds, e.g. "({'image': uint8[64, 96, 96, 3]}, int64[64])": dtypes and shapes, no values."""
+    import tensorflow as tf
+
+    if isinstance(batch, dict):
+        return "{" + ", ".join(f"{k!r}: {describe_batch(v)}" for k, v in batch.items()) + "}"
+    if isinstance(batch, (tuple, list)):
+        return "(" + ", ".join(describe_batch(v) for v in batch) + ")"
+    if hasattr(batch, "dtype") and hasattr(batch, "shape"):
+        return f"{tf.as_dtype(batch.dtype).name}{list(batch.shape)}"
+    return type(batch).__name__
 
 
 def _ops(state: dict, job: dict, budget_s: float, cores: int) -> bench_ops.OpsReport:
