@@ -8,8 +8,8 @@
 
 Modules: `engine` (rounds, SIGSTOP fairness, --cores pinning), `worker` (the per-variant
 process), `variants` (specs), `domains` (the data's domain: its config class and Keras
-recipe), `user_fns` (user functions by spec), `ops` (per-op rates), `report` (table, JSON),
-`chart` (PNG).
+recipe), `user_fns` (user functions by spec), `ops` (per-op rates), `stages` (the stage
+report), `report` (table, JSON), `chart` (PNG).
 """
 
 from tfpipe.bench.engine import (MAX_EPOCH_BATCHES, MAX_STAGE_CONFIGS, USER_TURN_BATCHES,  # noqa: F401

@@ -49,8 +49,7 @@ from tfpipe.bench import domains as bench_domains
 from tfpipe.bench import user_fns
 from tfpipe.bench import worker as bench_worker
 from tfpipe.bench.report import BenchResult, PrepareResult, StageReport, Turn, VariantResult, round_stats
-from tfpipe.bench.variants import (_PIPELINE_FIELDS, DEFAULT_VARIANTS, USER_KINDS, Variant, resolve_variants,
-                                   with_cores)
+from tfpipe.bench.variants import DEFAULT_VARIANTS, USER_KINDS, Variant, resolve_variants, with_cores
 from tfpipe.config import FeatureConfig
 from tfpipe.errors import DataError
 
@@ -156,15 +155,15 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
     if variants is None:
         variants = () if input_specs and not fn else DEFAULT_VARIANTS
     source = sources.find_examples(data) if data is not None else None
-    domain = _domain(source, shards)
-    features = _base_features(domain, features, overrides, data)
+    domain = bench_domains.of_data(source, shards)
+    features = bench_domains.base_features(domain, features, overrides, data)
     chosen = resolve_variants(variants, features, overrides, ablation, baseline, dataset_fn=fn,
                               input_fns=input_specs)
     readers = [v for v in chosen if v.kind in _DATA_KINDS]
     if readers and data is None:
         raise ValueError(f"variant(s) {', '.join(v.name for v in readers)} read data: pass data= (--data: a class "
                          f"folder, CSV or shard folder), or time your own pipeline with dataset_fn= / input_fns=")
-    if domain is not None and _is_file_source(source):  # unusable files fail here, by name, before workers start
+    if domain is not None and bench_domains.is_file_source(source):  # bad files fail here, before workers start
         for config in dict.fromkeys(v.features for v in readers):
             try:
                 domain.file_table(source.paths, config)
@@ -178,7 +177,7 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
     min_turn_s = 0.0 if batches else turn_seconds  # --batches asks for exactly that many
     # Stages (and the ideal) per distinct feature config of the variants reading the data, each at
     # the batch size of the first variant with it; a variant gets the ideal of its own config only.
-    staged = _stage_configs(domain, readers) if stages and domain is not None else []
+    staged = bench_domains.stage_configs(domain, readers, MAX_STAGE_CONFIGS) if stages and domain is not None else []
     measure_stages = bool(staged)
     common = {"data": data and os.path.abspath(data), "shards": shards and os.path.abspath(shards),
               "sys_path": list(sys.path)}
@@ -280,71 +279,6 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
     return BenchResult(settings, machine, tuple(results), tuple(reports), wall, phases, tuple(op_reports))
 
 
-def _domain(source: Any, shards: Any) -> Any:
-    """The data's domain: from `source`, else from the shard folder (None: unknown, e.g. only user functions)."""
-    if source is not None:
-        return bench_domains.of_source(source)
-    if shards is not None:
-        try:
-            return bench_domains.of_source(sources.find_examples(shards))
-        except (ValueError, DataError):
-            return None  # _check_sources says what is wrong with the folder
-    return None
-
-
-def _base_features(domain: Any, features: Any, overrides: Optional[Mapping[str, Any]], data: Any) -> Any:
-    """The config every variant starts from: `features` (or the domain's default) with the overrides' fields.
-
-    Raises:
-      ValueError: `features` or an override belongs to another domain's config, naming the right one.
-    """
-    if domain is None:
-        base = features if features is not None else FeatureConfig()
-    else:
-        base = domain.config(features)  # ValueError: another domain's config
-    names = {f.name for f in dataclasses.fields(base)}
-    stray = sorted(set(overrides or {}) - names - set(_PIPELINE_FIELDS))
-    if stray and domain is not None:
-        raise ValueError(f"{', '.join(stray)}: not fields of {type(base).__name__}, the features of the "
-                         f"{domain.name} data in {data} (nor of PipelineConfig); its fields are "
-                         f"{', '.join(sorted(names))}")
-    return dataclasses.replace(base, **{k: v for k, v in (overrides or {}).items() if k in names})
-
-
-def _is_file_source(source: Any) -> bool:
-    """One example per file (a class folder, CSV, list), as opposed to a shard folder."""
-    return source is not None and getattr(source, "index", None) is None
-
-
-def _stage_configs(domain: Any, readers: Sequence[Variant]) -> list[tuple[str, Any, int]]:
-    """(label, config, batch size) of the first MAX_STAGE_CONFIGS distinct feature configs, in variant order.
-
-    A label names the fields where the configs differ ("backend=librosa"), or the domain when
-    one config is measured ("image features").
-    """
-    first: dict[Any, int] = {}
-    for v in readers:
-        if v.features not in first and len(first) < MAX_STAGE_CONFIGS:
-            first[v.features] = v.pipeline.batch_size
-    configs = list(first)
-    differ = [f.name for f in dataclasses.fields(configs[0]) if len({getattr(c, f.name) for c in configs}) > 1] \
-        if configs else []
-    out = []
-    for config, batch_size in first.items():
-        if differ:
-            shown = [f"{k}={_show(getattr(config, k))}" for k in differ[:3]]
-            label = ", ".join(shown + ["..."] * (len(differ) > 3))
-        else:
-            label = f"{domain.name} features"
-        out.append((label, config, batch_size))
-    return out
-
-
-def _show(value: Any) -> str:
-    """A field value as a spec would set it: true/false, 64, librosa."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
 def _check_sources(chosen: Sequence[Variant], source: Optional[sources.Source], data: Any,
                    shards: Any, domain: Any = None) -> dict[str, int]:
     """Checks each variant kind has its input (ValueError: what to pass); returns examples per kind."""
@@ -360,7 +294,7 @@ def _check_sources(chosen: Sequence[Variant], source: Optional[sources.Source], 
                              f"write one with `tfpipe prepare`")
         epoch["shards"] = shard_source.num_examples
     if "keras" in kinds:
-        if domain is None or not _is_file_source(source) or not os.path.isdir(data):
+        if domain is None or not bench_domains.is_file_source(source) or not os.path.isdir(data):
             raise ValueError(f"{data}: the keras variant reads a folder with one subfolder per class (the "
                              f"domain's tf.keras.utils.*_dataset_from_directory recipe), not a CSV or shard folder")
         if not bench_domains.has_keras_recipe(domain):

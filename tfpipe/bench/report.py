@@ -12,13 +12,13 @@ import statistics
 from typing import Any, Collection, Mapping, Optional, Sequence
 
 from tfpipe.bench.ops import OpsReport
+from tfpipe.bench.stages import STAGE_NAMES, StageReport, added_ms  # noqa: F401  (their old home)
 
 SCHEMA = "tfpipe-bench"
 # 2: per-core rates, --cores (cores, pinned, speedup), --ops, user dataset_fn/input_fn.
 # 3: stages of any domain: each stage report has label, features, batch_size and its own stage
 #    names (was: backend, and the wav chain's names only); settings.domain; variants' batch_spec.
 SCHEMA_VERSION = 3
-STAGE_NAMES = ("list", "read", "decode", "features", "batch")  # the audio (wav) domain's chain
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,78 +81,6 @@ def round_stats(turns: Mapping[str, Sequence[Turn]], references: Mapping[str, st
         out[name] = RoundStats(tuple(own), statistics.median(own), min(own), max(own),
                                statistics.median(ratios))
     return out
-
-
-def added_ms(rates: Sequence[float]) -> tuple[float, ...]:
-    """Milliseconds per example each prefix adds to the one before it (never below 0)."""
-    costs = [1000.0 / r for r in rates]
-    return tuple(max(0.0, c - p) for c, p in zip(costs, [0.0] + costs[:-1]))
-
-
-@dataclasses.dataclass(frozen=True)
-class StageReport:
-    """Single-thread throughput of each prefix of the data's domain chain, for one feature config.
-
-    Attributes:
-      label: which config this is, e.g. "audio features", "image features", or the fields
-        where two measured configs differ ("backend=librosa").
-      rates: examples/s of list, list + the first stage, ..., all stages + batch.
-      fused_rate: examples/s of one map running every stage per example.
-      vectorized_rate: examples/s of the stages before batch per example, then the trailing
-        batchable ones on whole batches (None: the domain has no batchable trailing stage).
-      cores: usable cores (CPU affinity).
-      names: a name per rate: "list", the domain's stage names (e.g. read, decode, features),
-        "batch".
-      features: the config measured, as a plain dict.
-      batch_size: the batch size measured.
-    """
-
-    label: str
-    rates: tuple[float, ...]
-    fused_rate: float
-    vectorized_rate: Optional[float]
-    cores: int
-    names: tuple[str, ...] = STAGE_NAMES
-    features: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    batch_size: int = 0
-
-    def __post_init__(self):
-        if len(self.names) != len(self.rates):
-            raise ValueError(f"StageReport: {len(self.rates)} rates but {len(self.names)} stage names")
-
-    @property
-    def backend(self) -> str:
-        """Old name of `label` (when the only configs measured were the audio feature backends)."""
-        return self.label
-
-    @property
-    def added_ms(self) -> tuple[float, ...]:
-        """Milliseconds per example each stage adds."""
-        return added_ms(self.rates)
-
-    @property
-    def limiting(self) -> str:
-        """The stage that adds the most time per example."""
-        costs = self.added_ms
-        return self.names[costs.index(max(costs))]
-
-    @property
-    def best_rate(self) -> float:
-        """The best single-thread way of running the maps: fused or vectorized."""
-        return max(self.fused_rate, self.vectorized_rate or 0.0)
-
-    @property
-    def ideal(self) -> float:
-        """The best single-thread way of running the maps, times the usable cores."""
-        return self.best_rate * self.cores
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON."""
-        return {"label": self.label, "features": dict(self.features), "batch_size": self.batch_size,
-                "cores": self.cores, "limiting": self.limiting,
-                "fused_rate": self.fused_rate, "vectorized_rate": self.vectorized_rate, "ideal": self.ideal,
-                "stages": [{"name": n, "examples_per_s": r, "added_ms_per_example": a}
-                           for n, r, a in zip(self.names, self.rates, self.added_ms)]}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -354,16 +282,7 @@ def bench_table(result: BenchResult) -> str:
         lines.append(f"With a {s['step_ms']:g} ms step, a chain without prefetch costs input + step per "
                      f"batch; with prefetch, max(input, step).")
     for rep in result.stages:
-        lines += ["", f"stages ({rep.label}, one thread; each row adds one step to the chain):"]
-        stage_rows = [["stage", "examples/s", "ms/example added", ""]]
-        for i, (name, rate, cost) in enumerate(zip(rep.names, rep.rates, rep.added_ms)):
-            mark = "<- limits the pipeline" if i == rep.added_ms.index(max(rep.added_ms)) else ""
-            stage_rows.append([name, f"{rate:,.0f}", f"{cost:.3f}", mark])
-        lines += ["  " + line for line in align_table(stage_rows, right=range(1, 4))]
-        ways = f"{rep.fused_rate:,.0f}/s per example fused" + (
-            f", {rep.vectorized_rate:,.0f}/s vectorized" if rep.vectorized_rate else "")
-        lines.append(f"  ideal = best single-thread map ({ways}) x {rep.cores} cores = "
-                     f"{rep.ideal:,.0f} examples/s" + (" (pinned rows: x their cores)" if pinned else ""))
+        lines += [""] + rep.table_lines(pinned)
     for report in result.ops:
         lines += [""] + report.table_lines()
     lines.append(f"\n({len(result.variants)} variants in {result.wall_s:.0f} s; each in its own process, "
