@@ -355,6 +355,18 @@ def test_audio_keras_recipe_makes_the_chains_features(tiny):
         keras_recipe(os.path.join(tiny, "missing"), FEAT)
 
 
+def test_stage_measurement_follows_the_sources_own_stages(tiny, tiny_shards):
+    from tfpipe.bench import worker
+
+    (wav,) = worker._stages({}, {"data": tiny}, [("audio features", FEAT, 4)], budget_s=0.03)
+    assert wav["names"] == STAGE_NAMES and len(wav["rates"]) == 5 and wav["vectorized_rate"] > 0
+    # A shard folder: its files expand into records, then parse (batchable) runs on whole batches.
+    (shards,) = worker._stages({}, {"data": tiny_shards}, [("shards", FEAT, 4)], budget_s=0.03)
+    assert shards["names"] == ("list", "records", "parse", "batch") and len(shards["rates"]) == 4
+    report = bench.StageReport(cores=2, **shards)
+    assert report.limiting in report.names and report.ideal > 0
+
+
 def test_run_rejects_missing_inputs_before_starting_workers(tiny):
     with pytest.raises(ValueError, match="pass --shards DIR"):
         bench.run(tiny, ["naive", "shards"], progress=False)

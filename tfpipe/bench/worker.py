@@ -218,10 +218,10 @@ def _stages(state: dict, job: dict, configs: Sequence[tuple], budget_s: float) -
     for label, config, batch_size in configs:
         inputs = source.chain_input("train", config)
         files = inputs.files.repeat()
-        names = ["list"]
+        chain, names = [files], ["list"]
         if inputs.expand is not None:  # files of many records (shards): their records are the examples
-            files, names = files.flat_map(inputs.expand), names + ["records"]
-        chain = [files]
+            files = files.flat_map(inputs.expand)
+            chain, names = chain + [files], names + ["records"]
         for stage in inputs.stages:
             chain.append(chain[-1].map(stage.fn))
         chain.append(batch(chain[-1], batch_size, drop_remainder=True))
