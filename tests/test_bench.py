@@ -27,10 +27,11 @@ FEAT = FeatureConfig(clip_seconds=0.25)
 TOP_KEYS = {"format", "version", "settings", "machine", "variants", "stages", "ops", "wall_s", "phases_s"}
 VARIANT_KEYS = {"name", "kind", "reference", "note", "config", "examples_per_s", "ratio", "baseline_ratio",
                 "cores", "pinned", "examples_per_s_per_core", "speedup", "first_batch_s", "import_rss_mb",
-                "peak_rss_mb", "ms_per_batch", "input_wait_share", "ideal", "share_of_ideal", "turns"}
-STAGE_KEYS = {"backend", "cores", "limiting", "fused_rate", "vectorized_rate", "ideal", "stages"}
+                "peak_rss_mb", "ms_per_batch", "input_wait_share", "ideal", "share_of_ideal", "turns", "batch_spec"}
+STAGE_KEYS = {"label", "features", "batch_size", "cores", "limiting", "fused_rate", "vectorized_rate", "ideal",
+              "stages"}
 MACHINE_KEYS = {"cores", "usable_cores", "tf_version", "python", "platform", "gpu"}
-SETTINGS_KEYS = {"data", "shards", "num_examples", "num_classes", "variants", "baseline", "ablation",
+SETTINGS_KEYS = {"data", "shards", "domain", "num_examples", "num_classes", "variants", "baseline", "ablation",
                  "dataset_fn", "input_fns", "cores", "ops", "batches", "turn_batches", "turn_seconds", "repeats",
                  "warmup", "settle_batches", "step_ms", "batch_size", "stage_seconds", "features", "overrides",
                  "frozen_while_idle"}
@@ -201,7 +202,7 @@ def _result(step_ms=0.0):
     variants = tuple(VariantResult(name, "pipeline", refs[name], bench.parse_variant(name).config(), "",
                                    tuple(turns[name]), stats[name], 1.5, 400.0, 600.0, stage.ideal, cores=2)
                      for name in ("naive", "optimized"))
-    settings = {"data": "/data", "shards": None, "num_examples": 400, "num_classes": 4,
+    settings = {"data": "/data", "shards": None, "domain": "audio", "num_examples": 400, "num_classes": 4,
                 "variants": ["naive", "optimized"], "baseline": "naive", "ablation": False, "dataset_fn": None,
                 "input_fns": [], "cores": None, "ops": False, "batches": 4,
                 "turn_batches": {"naive": 4, "optimized": 4}, "turn_seconds": 0.0, "repeats": 2, "warmup": 1,
@@ -215,7 +216,7 @@ def _result(step_ms=0.0):
 def test_json_schema_is_stable():
     data = json.loads(_result().to_json())
     assert set(data) == TOP_KEYS
-    assert (data["format"], data["version"]) == ("tfpipe-bench", 2)
+    assert (data["format"], data["version"]) == ("tfpipe-bench", 3)
     assert set(data["settings"]) == SETTINGS_KEYS
     assert set(data["machine"]) == MACHINE_KEYS
     assert set(data["variants"][0]) == VARIANT_KEYS
@@ -273,12 +274,19 @@ def tiny_shards(tiny, tmp_path_factory):
 
 def test_variants_own_features_decide_which_wavs_are_usable_and_ideal_is_like_for_like(tmp_path):
     corpus = make_corpus(tmp_path / "8k", classes=("a", "b"), per_class=3, sample_rate=8000)
-    result = bench.run(corpus, ["optimized:sample_rate=8000", "optimized:sample_rate=8000,n_mels=32"],
+    result = bench.run(corpus, ["optimized:sample_rate=8000", "optimized:sample_rate=8000,n_mels=32",
+                                "naive:sample_rate=8000,batch_size=3"],
                        batches=1, repeats=1, warmup=0, features=FEAT, overrides={"batch_size": 2},
                        stage_seconds=0.05, progress=False)
-    first, other = result.variants
+    first, other, third = result.variants
+    # One stage report per distinct feature config (naive's equals optimized's), each named by what differs.
+    assert [(s.label, s.features["n_mels"], s.batch_size) for s in result.stages] == [("n_mels=64", 64, 2),
+                                                                                       ("n_mels=32", 32, 2)]
     assert first.ideal == result.stages[0].ideal and first.ideal > 0  # stages ran on its features
-    assert other.ideal is None and other.share_of_ideal is None  # other mels: not comparable
+    assert other.ideal == result.stages[1].ideal and other.ideal > 0  # its own mels, its own stages
+    assert third.ideal is None and third.share_of_ideal is None  # same features, another batch size: not like
+    assert "float32[2, 13, 32]" in other.batch_spec and "int64[3]" in third.batch_spec
+    assert "stages (n_mels=32, one thread" in result.table()
     with pytest.raises(DataError, match=r"sample rate 8000 Hz, expected 16000 Hz"):
         bench.run(corpus, ["optimized"], batches=1, repeats=1, features=FEAT, progress=False)
 
@@ -300,7 +308,8 @@ def test_run_times_two_variants_in_worker_processes(tiny, tmp_path):
         a.rate / b.rate for a, b in zip(other.turns, naive.turns)))
     assert (naive.baseline_ratio, other.baseline_ratio) == (1.0, other.stats.ratio)  # reference = baseline
     (stage,) = result.stages
-    assert stage.backend == "tf" and stage.limiting in STAGE_NAMES and stage.cores >= 1
+    assert stage.label == "audio features" and stage.names == STAGE_NAMES  # the wav domain's own stages
+    assert stage.limiting in STAGE_NAMES and stage.cores >= 1 and stage.batch_size == 4
     assert all(r > 0 for r in stage.rates) and naive.ideal == stage.ideal
     assert result.settings["num_examples"] == 18 and result.machine["tf_version"].startswith("2.15")
     data = json.loads(result.to_json())
@@ -321,6 +330,41 @@ def test_errors_name_the_variant_in_the_parent_and_in_workers(tiny, tiny_shards)
         bench.run(tiny, ["naive", "shards:n_mels=32"], shards=tiny_shards, batches=1, repeats=1, warmup=0,
                   features=FEAT, overrides={"batch_size": 4}, stages=False, progress=False)
     assert multiprocessing.active_children() == []
+
+
+def test_audio_keras_recipe_makes_the_chains_features(tiny):
+    import numpy as np
+    import tensorflow as tf
+
+    import tfpipe
+    from tfpipe.bench import domains
+    from tfpipe.domains.audio.keras import keras_recipe
+
+    assert domains.keras_recipe(domains.of_config(FEAT)) is keras_recipe  # found by the config's domain
+    ours = list(tfpipe.build_dataset(tiny, "eval", PipelineConfig.optimized(batch_size=4), FEAT))
+    theirs = list(keras_recipe(tiny, FEAT, batch_size=4, mode="eval"))  # unshuffled: the same file order
+    assert [b[1].dtype for b in theirs] == [tf.int64] * 5 and sum(len(b[1]) for b in theirs) == 18
+    for key in ("log_mel",):
+        np.testing.assert_allclose(np.concatenate([b[0][key] for b in theirs]),
+                                   np.concatenate([b[0][key] for b in ours]), atol=1e-4)
+    np.testing.assert_array_equal(np.concatenate([b[1] for b in theirs]), np.concatenate([b[1] for b in ours]))
+    train = keras_recipe(tiny, FEAT, batch_size=4, seed=1)
+    assert int(train.cardinality()) == int(tf.data.INFINITE_CARDINALITY)
+    assert int(keras_recipe(tiny, FEAT, batch_size=4, seed=1, epochs=2).cardinality()) == 10
+    with pytest.raises(ValueError, match="not a folder"):
+        keras_recipe(os.path.join(tiny, "missing"), FEAT)
+
+
+def test_stage_measurement_follows_the_sources_own_stages(tiny, tiny_shards):
+    from tfpipe.bench import worker
+
+    (wav,) = worker._stages({}, {"data": tiny}, [("audio features", FEAT, 4)], budget_s=0.03)
+    assert wav["names"] == STAGE_NAMES and len(wav["rates"]) == 5 and wav["vectorized_rate"] > 0
+    # A shard folder: its files expand into records, then parse (batchable) runs on whole batches.
+    (shards,) = worker._stages({}, {"data": tiny_shards}, [("shards", FEAT, 4)], budget_s=0.03)
+    assert shards["names"] == ("list", "records", "parse", "batch") and len(shards["rates"]) == 4
+    report = bench.StageReport(cores=2, **shards)
+    assert report.limiting in report.names and report.ideal > 0
 
 
 def test_run_rejects_missing_inputs_before_starting_workers(tiny):

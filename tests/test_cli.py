@@ -64,6 +64,13 @@ def test_unknown_subcommand_is_one_line_and_usage():
     (["serve", "bench", "--fmax", "9000"], "tfpipe serve",
      r"FeatureConfig\.fmax=9000\.0: must be in \(0\.0, 8000\.0\] .*\(from --fmax=9000\.0\)"),
     (["synth", "--output", "x", "extra"], "tfpipe synth", r"unexpected arguments extra"),
+    (["synth", "--output", "x", "--domain", "text"], "tfpipe synth", r"--domain=text: allowed values are audio, image"),
+    (["synth", "--output", "x", "--domain", "image", "--sample_rate", "8000"], "tfpipe synth",
+     r"--sample_rate: not used by the image corpus \(it takes --size\)"),
+    (["synth", "--output", "x", "--size", "32,64"], "tfpipe synth",
+     r"--size: not used by the audio corpus \(it takes --sample_rate, --clip_seconds\)"),
+    (["synth", "--output", "x", "--domain", "image", "--size", "64"], "tfpipe synth",
+     r"--size=64: expected two sizes in pixels, smallest,largest"),
 ])
 def test_a_bad_command_line_is_one_clean_line_and_exit_2(args, prog, message):
     line = _one_error_line(_tfpipe(*args), prog)
@@ -94,6 +101,28 @@ def test_a_bench_run_takes_the_old_feature_flag_name(tmp_path):
                   "--json", str(out))
     assert run.returncode == 0, run.stderr[-2000:]
     assert '"output": "waveform"' in out.read_text()
+
+
+def test_synth_writes_an_image_corpus_the_image_domain_reads(tmp_path):
+    out = tmp_path / "images"
+    run = _tfpipe("synth", "--domain", "image", "--output", str(out), "--per_class", "2", "--size", "24,40")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.startswith("16 image files (8 classes x 2: checker, circle, ") and "size=24-40" in run.stdout
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.name != "synth.json")
+    assert len(files) == 16 and {f.split("/")[0] for f in files} == {
+        "checker", "circle", "cross", "ring", "square", "stripes_h", "stripes_v", "triangle"}
+    assert all(f.endswith((".jpg", ".png")) for f in files)
+    from PIL import Image
+
+    sizes = [Image.open(out / f).size for f in files]
+    assert all(24 <= side <= 40 for size in sizes for side in size) and len(set(sizes)) > 1  # mixed sizes
+    from tfpipe.core.source import find
+
+    source = find(str(out))
+    assert (source.domain, source.num_examples) == ("image", 16)
+    audio = _tfpipe("synth", "--output", str(tmp_path / "clips"), "--per_class", "1", "--clip_seconds", "0.5")
+    assert audio.returncode == 0, audio.stderr[-2000:]  # --domain audio is the default
+    assert audio.stdout.startswith("8 audio files") and find(str(tmp_path / "clips")).domain == "audio"
 
 
 def test_estimator_demo_help_still_works():

@@ -28,7 +28,7 @@ def plot_bench(result: BenchResult, path: str) -> None:
 
 
 def _plot_variants(result: BenchResult, path: str) -> None:
-    """Bar chart: median examples/s per variant, min-max whiskers, each backend's ideal as a line."""
+    """Bar chart: median examples/s per variant, min-max whiskers, the ideal of each measured feature config as a line."""
     from matplotlib.patches import Patch
 
     variants = result.variants
@@ -51,7 +51,7 @@ def _plot_variants(result: BenchResult, path: str) -> None:
         v.note.startswith("no-op") for v in variants)
     for i, rep in enumerate(result.stages):
         handles.append(ax.axhline(rep.ideal, linestyle="--", color="k" if i == 0 else "grey",
-                                  label=f"ideal, {rep.backend} features: {rep.ideal:,.0f}/s"))
+                                  label=f"ideal, {rep.label}: {rep.ideal:,.0f}/s"))
     ax.legend(handles=handles, loc="upper right", fontsize=8)
     top = max([v.stats.max for v in variants] + [rep.ideal for rep in result.stages])
     ax.set_ylim(0, top * 1.2)  # room for the legend above the bars and the ideal line

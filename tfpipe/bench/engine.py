@@ -25,6 +25,9 @@ How a run is kept fair:
     rounds too.
   * Stage throughputs are measured single-threaded in one more process, and per-op
     rates (`ops`) in each variant's own process, while every other process is frozen.
+    The stages are those of the data's domain (its source's `chain_input`): wav files
+    read -> decode -> features, images read -> decode -> scale, ..., measured once per
+    distinct feature config among the variants that read the data (at most two).
 The worker side lives in `tfpipe.bench.worker`, the results and their table and JSON
 in `tfpipe.bench.report`, the chart in `tfpipe.bench.chart`, per-op rates in
 `tfpipe.bench.ops`, the variant specs in `tfpipe.bench.variants`.
@@ -42,15 +45,17 @@ import time
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from tfpipe import sources
+from tfpipe.bench import domains as bench_domains
 from tfpipe.bench import user_fns
 from tfpipe.bench import worker as bench_worker
 from tfpipe.bench.report import BenchResult, PrepareResult, StageReport, Turn, VariantResult, round_stats
-from tfpipe.bench.variants import _FEATURE_FIELDS, DEFAULT_VARIANTS, USER_KINDS, Variant, resolve_variants, with_cores
+from tfpipe.bench.variants import DEFAULT_VARIANTS, USER_KINDS, Variant, resolve_variants, with_cores
 from tfpipe.config import FeatureConfig
 from tfpipe.errors import DataError
 
 MAX_EPOCH_BATCHES = 50  # cap on the default turn of one epoch, so a big corpus still finishes in minutes
 USER_TURN_BATCHES = 10  # the turn of a user dataset whose epoch cannot be told from its chain
+MAX_STAGE_CONFIGS = 2  # distinct feature configs whose stages are measured (each costs a few seconds)
 _DATA_KINDS = ("pipeline", "keras")  # the variants that read `data`
 
 
@@ -59,8 +64,8 @@ def _note(v: Variant, source_kind: str, gpu: bool) -> str:
     notes = []
     if "prefetch_to_device" in v.changed and not gpu:
         notes.append("no-op: no GPU visible")
-    if "parallel_reads" in v.changed and v.kind == "pipeline" and source_kind == "wav":
-        notes.append("no-op: wav source (parallel_reads interleaves shard files)")
+    if "parallel_reads" in v.changed and v.kind == "pipeline" and source_kind not in ("", "shards"):
+        notes.append(f"no-op: {source_kind} source (parallel_reads interleaves shard files)")
     if "deterministic" in v.changed and v.kind == "pipeline" and not v.pipeline.parallel_map:
         notes.append("no-op: maps are sequential")
     if v.kind == "keras":
@@ -90,14 +95,15 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
         shards: Optional[Union[str, os.PathLike]] = None, ablation: bool = False,
         baseline: Optional[str] = None,
         step_ms: float = 0.0, batches: Optional[int] = None, turn_seconds: float = 1.0,
-        repeats: int = 5, warmup: int = 3, features: Optional[FeatureConfig] = None,
+        repeats: int = 5, warmup: int = 3, features: Any = None,
         overrides: Optional[Mapping[str, Any]] = None,
         stages: bool = True, stage_seconds: float = 0.5, progress: bool = True) -> BenchResult:
     """Times input-pipeline variants side by side, each in its own process, in alternating rounds.
 
     Args:
-      data: wav folder (one subfolder per class), CSV manifest or shard folder; needed by the
-        tfpipe-built variants (not by dataset_fn / input_fn ones).
+      data: a folder with one subfolder per class (wav, images: any registered domain), CSV
+        manifest or shard folder; needed by the tfpipe-built variants (not by dataset_fn /
+        input_fn ones). Its domain decides the feature config variants and overrides edit.
       variants: specs (see `parse_variant`) or Variant objects; the first is the baseline.
         Default: naive, optimized (none when only input_fns are given).
       dataset_fn: your own pipeline, `FUNCTION(pipeline: PipelineConfig, mode: str) ->
@@ -110,7 +116,8 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
       ops: also time each dataset op of every variant's final chain on one thread and name
         the op that limits it.
       shards: shard folder the `shards` variants read.
-      ablation: add optimized and naive with each toggle flipped alone, and the other backend.
+      ablation: add optimized and naive with each toggle flipped alone, and the other backend
+        (where the data's config has one).
       baseline: the variant ratios compare to (ablation rows compare to their preset).
       step_ms: simulated accelerator step per batch (sleep), 0 = none.
       batches: batches timed per variant per round. Default: one epoch of each variant's
@@ -121,9 +128,11 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
         lasted this long (fast variants are timed in steady state, not waking up).
       repeats: rounds.
       warmup: untimed batches after the first one.
-      features: FeatureConfig the variants start from.
-      overrides: typed PipelineConfig/FeatureConfig field values applied to every variant.
-      stages: also measure the single-thread rate of each stage of the wav chain.
+      features: the domain config the variants start from (FeatureConfig for wavs, ImageConfig
+        for images; default: the domain's default).
+      overrides: typed PipelineConfig and domain config field values applied to every variant.
+      stages: also measure the single-thread rate of each stage of the data's domain chain
+        (per distinct feature config, at most MAX_STAGE_CONFIGS), the limiting stage and the ideal.
       stage_seconds: time budget per stage (and per op) measurement.
       progress: show a progress line on stderr.
 
@@ -145,34 +154,33 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
     input_specs = [user_fns.fn_spec(f) for f in input_fns]
     if variants is None:
         variants = () if input_specs and not fn else DEFAULT_VARIANTS
-    features = dataclasses.replace(features or FeatureConfig(), **{k: v for k, v in (overrides or {}).items()
-                                                                   if k in _FEATURE_FIELDS})
+    source = sources.find_examples(data) if data is not None else None
+    domain = bench_domains.of_data(source, shards)
+    features = bench_domains.base_features(domain, features, overrides, data)
     chosen = resolve_variants(variants, features, overrides, ablation, baseline, dataset_fn=fn,
                               input_fns=input_specs)
-    readers = [v.name for v in chosen if v.kind in _DATA_KINDS]
+    readers = [v for v in chosen if v.kind in _DATA_KINDS]
     if readers and data is None:
-        raise ValueError(f"variant(s) {', '.join(readers)} read data: pass data= (--data: a wav folder, CSV or "
-                         f"shard folder), or time your own pipeline with dataset_fn= / input_fns=")
-    source = sources.find_examples(data) if data is not None and (readers or stages) else None
-    wav_variants = [v for v in chosen if v.kind in _DATA_KINDS]
-    if source and source.kind == "wav":  # unusable files fail here, by name, before workers start
-        for rate in sorted({v.features.sample_rate for v in wav_variants}):
+        raise ValueError(f"variant(s) {', '.join(v.name for v in readers)} read data: pass data= (--data: a class "
+                         f"folder, CSV or shard folder), or time your own pipeline with dataset_fn= / input_fns=")
+    if domain is not None and bench_domains.is_file_source(source):  # bad files fail here, before workers start
+        for config in dict.fromkeys(v.features for v in readers):
             try:
-                sources.scan_wavs(source.paths, dataclasses.replace(features, sample_rate=rate))
+                domain.file_table(source.paths, config)
             except DataError as e:
-                names = ", ".join(repr(v.name) for v in wav_variants if v.features.sample_rate == rate)
+                names = ", ".join(repr(v.name) for v in readers if v.features == config)
                 raise DataError(f"variant {names}: {e}") from e
-    epoch = _check_sources(chosen, source, data, shards)
+    epoch = _check_sources(chosen, source, data, shards, domain)
     # A user's dataset reports its own epoch once built (USER_TURN_BATCHES if it cannot tell).
     turn_batches = {v.name: batches or min(MAX_EPOCH_BATCHES, max(1, epoch[v.kind] // v.pipeline.batch_size))
                     for v in chosen if v.kind not in USER_KINDS}
     min_turn_s = 0.0 if batches else turn_seconds  # --batches asks for exactly that many
-    measure_stages = stages and bool(source) and source.kind == "wav" and bool(wav_variants)
-    backends = sorted({v.features.backend for v in wav_variants}, key=("tf", "librosa").index)
-    # Stages (and the ideal) are measured on the first wav variant's features and batch size.
-    staged = wav_variants[0] if wav_variants else None
+    # Stages (and the ideal) per distinct feature config of the variants reading the data, each at
+    # the batch size of the first variant with it; a variant gets the ideal of its own config only.
+    staged = bench_domains.stage_configs(domain, readers, MAX_STAGE_CONFIGS) if stages and domain is not None else []
+    measure_stages = bool(staged)
     common = {"data": data and os.path.abspath(data), "shards": shards and os.path.abspath(shards),
-              "features": staged.features if staged else features, "sys_path": list(sys.path)}
+              "sys_path": list(sys.path)}
     runs = with_cores(chosen, core_counts)
     phases = {}
 
@@ -214,9 +222,9 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
         reports = []
         if measure_stages:
             bar.set_description_str("bench: stages")
-            measured = workers[-1].call("stages", backends=backends, batch_size=staged.pipeline.batch_size,
-                                        budget_s=stage_seconds)
-            reports = [StageReport(cores=machine["usable_cores"], **r) for r in measured]
+            measured = workers[-1].call("stages", configs=staged, budget_s=stage_seconds)
+            reports = [StageReport(cores=machine["usable_cores"], features=dataclasses.asdict(config), **r)
+                       for (_, config, _), r in zip(staged, measured)]
             bar.update()
         phase("stages")
         op_reports = []
@@ -240,14 +248,11 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
     baseline_name = next(v.name for v in chosen if v.reference == v.name)
     to_baseline = round_stats(turns, {v.key: keys[baseline_name, v.cores] for v in runs})
     to_first = round_stats(turns, {v.key: keys[v.name, runs[0].cores] for v in runs}) if core_counts else {}
-    per_core_ideal = {r.backend: r.ideal / r.cores for r in reports}
     results = []
     for v, info, build, peak in zip(runs, ready, builds, peaks):
-        like_staged = staged and v.kind in _DATA_KINDS and v.pipeline.batch_size == staged.pipeline.batch_size \
-            and dataclasses.replace(v.features, backend="tf") == dataclasses.replace(staged.features, backend="tf")
-        ideal = per_core_ideal.get(v.features.backend) if like_staged else None  # only like for like
-        if ideal:
-            ideal *= info["usable_cores"]  # the cores this variant ran on
+        report = next((r for (_, config, batch_size), r in zip(staged, reports)
+                       if v.kind in _DATA_KINDS and (v.features, v.pipeline.batch_size) == (config, batch_size)), None)
+        ideal = report.best_rate * info["usable_cores"] if report else None  # like for like, its own cores
         if ideal and step_ms:
             ideal = min(ideal, v.pipeline.batch_size * 1000.0 / step_ms)  # the step caps what input can use
         note = "; ".join(filter(None, [_note(v, source.kind if source else "", machine["gpu"]),
@@ -256,8 +261,9 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
                                      stats[v.key], build["first_batch_s"], info["import_rss_mb"],
                                      peak["peak_rss_mb"], ideal, to_baseline[v.key].ratio,
                                      cores=info["usable_cores"], pinned=v.cores is not None,
-                                     speedup=to_first[v.key].ratio if core_counts else None))
-    settings = {"data": common["data"], "shards": common["shards"],
+                                     speedup=to_first[v.key].ratio if core_counts else None,
+                                     batch_spec=build.get("batch_spec", "")))
+    settings = {"data": common["data"], "shards": common["shards"], "domain": domain.name if domain else None,
                 "num_examples": source.num_examples if source else None,
                 "num_classes": len(source.class_names) if source else None, "variants": [v.name for v in chosen],
                 "baseline": baseline_name, "ablation": ablation, "dataset_fn": fn or None,
@@ -274,7 +280,7 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
 
 
 def _check_sources(chosen: Sequence[Variant], source: Optional[sources.Source], data: Any,
-                   shards: Any) -> dict[str, int]:
+                   shards: Any, domain: Any = None) -> dict[str, int]:
     """Checks each variant kind has its input (ValueError: what to pass); returns examples per kind."""
     kinds = {v.kind for v in chosen}
     epoch = {"pipeline": source.num_examples, "keras": source.num_examples} if source else {}
@@ -287,9 +293,13 @@ def _check_sources(chosen: Sequence[Variant], source: Optional[sources.Source], 
             raise ValueError(f"--shards {shards}: not a shard folder (no {sources.INDEX_NAME}); "
                              f"write one with `tfpipe prepare`")
         epoch["shards"] = shard_source.num_examples
-    if "keras" in kinds and not (source.kind == "wav" and os.path.isdir(data)):
-        raise ValueError(f"{data}: the keras variant reads a wav folder with one subfolder per class "
-                         f"(audio_dataset_from_directory), not a CSV or shard folder")
+    if "keras" in kinds:
+        if domain is None or not bench_domains.is_file_source(source) or not os.path.isdir(data):
+            raise ValueError(f"{data}: the keras variant reads a folder with one subfolder per class (the "
+                             f"domain's tf.keras.utils.*_dataset_from_directory recipe), not a CSV or shard folder")
+        if not bench_domains.has_keras_recipe(domain):
+            raise ValueError(f"{data}: the keras variant needs the {domain.name} domain's Keras recipe "
+                             f"({bench_domains.recipe_module(domain)}.{bench_domains.RECIPE_FN}), which it lacks")
     return epoch
 
 

@@ -12,10 +12,13 @@ import statistics
 from typing import Any, Collection, Mapping, Optional, Sequence
 
 from tfpipe.bench.ops import OpsReport
+from tfpipe.bench.stages import STAGE_NAMES, StageReport, added_ms  # noqa: F401  (their old home)
 
 SCHEMA = "tfpipe-bench"
-SCHEMA_VERSION = 2  # 2: per-core rates, --cores (cores, pinned, speedup), --ops, user dataset_fn/input_fn
-STAGE_NAMES = ("list", "read", "decode", "features", "batch")
+# 2: per-core rates, --cores (cores, pinned, speedup), --ops, user dataset_fn/input_fn.
+# 3: stages of any domain: each stage report has label, features, batch_size and its own stage
+#    names (was: backend, and the wav chain's names only); settings.domain; variants' batch_spec.
+SCHEMA_VERSION = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,54 +83,6 @@ def round_stats(turns: Mapping[str, Sequence[Turn]], references: Mapping[str, st
     return out
 
 
-def added_ms(rates: Sequence[float]) -> tuple[float, ...]:
-    """Milliseconds per example each prefix adds to the one before it (never below 0)."""
-    costs = [1000.0 / r for r in rates]
-    return tuple(max(0.0, c - p) for c, p in zip(costs, [0.0] + costs[:-1]))
-
-
-@dataclasses.dataclass(frozen=True)
-class StageReport:
-    """Single-thread throughput of each prefix of the wav chain, for one feature backend.
-
-    Attributes:
-      backend: "tf" or "librosa".
-      rates: examples/s of list, list+read, ..., list+read+decode+features+batch.
-      fused_rate: examples/s of one map doing read+decode+features per example.
-      vectorized_rate: examples/s of read per file, then decode+features on whole batches.
-      cores: usable cores (CPU affinity).
-    """
-
-    backend: str
-    rates: tuple[float, ...]
-    fused_rate: float
-    vectorized_rate: float
-    cores: int
-
-    @property
-    def added_ms(self) -> tuple[float, ...]:
-        """Milliseconds per example each stage adds."""
-        return added_ms(self.rates)
-
-    @property
-    def limiting(self) -> str:
-        """The stage that adds the most time per example."""
-        costs = self.added_ms
-        return STAGE_NAMES[costs.index(max(costs))]
-
-    @property
-    def ideal(self) -> float:
-        """The best single-thread way of running the maps, times the usable cores."""
-        return max(self.fused_rate, self.vectorized_rate) * self.cores
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON."""
-        return {"backend": self.backend, "cores": self.cores, "limiting": self.limiting,
-                "fused_rate": self.fused_rate, "vectorized_rate": self.vectorized_rate, "ideal": self.ideal,
-                "stages": [{"name": n, "examples_per_s": r, "added_ms_per_example": a}
-                           for n, r, a in zip(STAGE_NAMES, self.rates, self.added_ms)]}
-
-
 @dataclasses.dataclass(frozen=True)
 class VariantResult:
     """One variant's measurements.
@@ -150,6 +105,7 @@ class VariantResult:
       pinned: its process was pinned to `cores` (`--cores`).
       speedup: median of per-round ratios to the same variant at the run's first core count
         (None without `--cores`).
+      batch_spec: dtypes and shapes of its first batch, e.g. "({'image': uint8[64, 64, 64, 3]}, int64[64])".
     """
 
     name: str
@@ -167,6 +123,7 @@ class VariantResult:
     cores: Optional[int] = None
     pinned: bool = False
     speedup: Optional[float] = None
+    batch_spec: str = ""
 
     @property
     def key(self) -> str:
@@ -201,7 +158,7 @@ class VariantResult:
                 "examples_per_s": {"median": s.median, "min": s.min, "max": s.max, "rounds": list(s.rates)},
                 "ratio": s.ratio, "baseline_ratio": self.baseline_ratio, "cores": self.cores, "pinned": self.pinned,
                 "examples_per_s_per_core": self.per_core, "speedup": self.speedup,
-                "first_batch_s": self.first_batch_s,
+                "first_batch_s": self.first_batch_s, "batch_spec": self.batch_spec,
                 "import_rss_mb": self.import_rss_mb, "peak_rss_mb": self.peak_rss_mb,
                 "ms_per_batch": self.ms_per_batch, "input_wait_share": self.wait_share, "ideal": self.ideal,
                 "share_of_ideal": self.share_of_ideal, "turns": [dataclasses.asdict(t) for t in self.turns]}
@@ -215,7 +172,8 @@ class BenchResult:
       settings: data, batches, repeats, warmup, step_ms, baseline, ... as given.
       machine: cores, usable cores, TF and Python versions, platform, GPU.
       variants: one result per variant, in the order run.
-      stages: stage measurements per feature backend used (empty if not measured).
+      stages: stage measurements per distinct feature config the variants use, at most
+        two (empty if not measured).
       wall_s: wall time of the whole run.
       phases: seconds spent starting workers, building, in rounds, on stages, on ops, stopping.
       ops: per-op single-thread rates of each variant's final chain (empty without `ops`).
@@ -324,15 +282,7 @@ def bench_table(result: BenchResult) -> str:
         lines.append(f"With a {s['step_ms']:g} ms step, a chain without prefetch costs input + step per "
                      f"batch; with prefetch, max(input, step).")
     for rep in result.stages:
-        lines += ["", f"stages ({rep.backend} features, one thread; each row adds one step to the chain):"]
-        stage_rows = [["stage", "examples/s", "ms/example added", ""]]
-        for name, rate, cost in zip(STAGE_NAMES, rep.rates, rep.added_ms):
-            mark = "<- limits the pipeline" if name == rep.limiting else ""
-            stage_rows.append([name, f"{rate:,.0f}", f"{cost:.3f}", mark])
-        lines += ["  " + line for line in align_table(stage_rows, right=range(1, 4))]
-        lines.append(f"  ideal = best single-thread map ({rep.fused_rate:,.0f}/s per example fused, "
-                     f"{rep.vectorized_rate:,.0f}/s vectorized) x {rep.cores} cores = "
-                     f"{rep.ideal:,.0f} examples/s" + (" (pinned rows: x their cores)" if pinned else ""))
+        lines += [""] + rep.table_lines(pinned)
     for report in result.ops:
         lines += [""] + report.table_lines()
     lines.append(f"\n({len(result.variants)} variants in {result.wall_s:.0f} s; each in its own process, "

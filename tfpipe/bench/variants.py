@@ -2,7 +2,11 @@
 
 A variant is one of tfpipe's chains over --data (`pipeline`), the shard folder (`shards`),
 the Keras recipe (`keras`), a user's own dataset_fn given the variant's PipelineConfig
-(`dataset_fn`), or a user's plain Estimator input_fn (`input_fn`). Pure: no TensorFlow.
+(`dataset_fn`), or a user's plain Estimator input_fn (`input_fn`).
+
+A spec's fields are PipelineConfig fields and the fields of the data's domain config:
+the `features` a spec starts from decides which (FeatureConfig for wavs, ImageConfig
+for images, ...). Parsing only reads dataclass fields; nothing here runs TensorFlow.
 """
 
 from __future__ import annotations
@@ -14,11 +18,13 @@ from tfpipe.config import PRESETS, TOGGLES, FeatureConfig, PipelineConfig, field
 
 BASES = ("optimized", "naive", "keras", "shards")
 DEFAULT_VARIANTS = ("naive", "optimized")
+# Domain config fields that pick an implementation of the same features (not other features):
+# --ablation flips each one the data's config has, like a toggle.
+ABLATION_CONFIG_FIELDS = ("backend",)
 
 _PIPELINE_FIELDS = {f.name: f for f in dataclasses.fields(PipelineConfig)}
-_FEATURE_FIELDS = {f.name: f for f in dataclasses.fields(FeatureConfig)}
+_FEATURE_FIELDS = {f.name: f for f in dataclasses.fields(FeatureConfig)}  # the audio default's, kept for callers
 _FIELDS = {**_PIPELINE_FIELDS, **_FEATURE_FIELDS}
-_KERAS_FIELDS = ("batch_size", "seed", *_FEATURE_FIELDS)
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 USER_KINDS = ("dataset_fn", "input_fn")  # the user's own functions build the dataset
 
@@ -30,11 +36,12 @@ class Variant:
     Attributes:
       name: the spec it was parsed from, e.g. "optimized:fuse_maps=false" (an input_fn: its spec).
       kind: "pipeline" (build_dataset over the data), "shards" (build_dataset over the
-        shard folder), "keras" (audio_dataset_from_directory + the same log-mel map),
+        shard folder), "keras" (the domain's keras_recipe: tf.keras.utils' *_dataset_from_directory
+        + the same features map + prefetch),
         "dataset_fn" (the user's function given `pipeline`) or "input_fn" (the user's
         Estimator input_fn, given params={"batch_size": pipeline.batch_size}).
       pipeline: its PipelineConfig (keras uses only batch_size and seed, input_fn only batch_size).
-      features: its FeatureConfig (unused by the user kinds).
+      features: its domain config, e.g. FeatureConfig or ImageConfig (unused by the user kinds).
       changed: the fields its spec set.
       reference: the variant its ratio compares to ("": the run's baseline).
       fn: "MODULE:FUNCTION" or "FILE.py:FUNCTION" of the user's function (user kinds only).
@@ -44,7 +51,7 @@ class Variant:
     name: str
     kind: str
     pipeline: PipelineConfig
-    features: FeatureConfig
+    features: Any
     changed: tuple[str, ...] = ()
     reference: str = ""
     fn: str = ""
@@ -59,8 +66,9 @@ class Variant:
         """The full configuration, as plain dicts for JSON."""
         pipe = dataclasses.asdict(self.pipeline)
         if self.kind == "keras":
-            pipe = {"recipe": "audio_dataset_from_directory(shuffle=True) -> repeat per epoch -> "
-                              "map(log_mel, AUTOTUNE) -> prefetch(AUTOTUNE)",
+            pipe = {"recipe": f"keras_recipe of the domain of {type(self.features).__name__}: "
+                              f"tf.keras.utils.*_dataset_from_directory -> the same features map (AUTOTUNE) "
+                              f"-> prefetch(AUTOTUNE), repeated",
                     "batch_size": pipe["batch_size"], "seed": pipe["seed"]}
         if self.kind == "dataset_fn":
             return {"pipeline": pipe, "features": None, "dataset_fn": self.fn}
@@ -70,15 +78,26 @@ class Variant:
         return {"pipeline": pipe, "features": dataclasses.asdict(self.features)}
 
 
-def parse_value(field: str, text: str) -> Any:
-    """Parses `text` as a value of the PipelineConfig or FeatureConfig field `field`.
+def spec_fields(config_class: Optional[type] = None) -> dict[str, dataclasses.Field]:
+    """Fields a spec may set: PipelineConfig's, then those of the domain config class (default FeatureConfig)."""
+    return {**_PIPELINE_FIELDS, **{f.name: f for f in dataclasses.fields(config_class or FeatureConfig)}}
+
+
+def parse_value(field: str, text: str, config_class: Optional[type] = None) -> Any:
+    """Parses `text` as a value of the PipelineConfig or domain config field `field`.
+
+    Args:
+      field: the field's name.
+      text: the value as typed.
+      config_class: the domain config whose fields are allowed (default FeatureConfig).
 
     Raises:
       ValueError: unknown field (naming the allowed ones) or a value of the wrong type.
     """
-    if field not in _FIELDS:
-        raise ValueError(f"unknown field {field!r}; allowed fields: {', '.join(_FIELDS)}")
-    spec = _FIELDS[field]
+    fields = spec_fields(config_class)
+    if field not in fields:
+        raise ValueError(f"unknown field {field!r}; allowed fields: {', '.join(fields)}")
+    spec = fields[field]
     kind = field_type(spec)
     text = text.strip()
     if spec.default is None and text.lower() in ("none", ""):
@@ -99,37 +118,40 @@ def parse_value(field: str, text: str) -> Any:
     return text
 
 
-def _parse_items(items: Sequence[str], spec: str) -> dict[str, Any]:
+def _parse_items(items: Sequence[str], spec: str, config_class: type) -> dict[str, Any]:
     """`field=value` items (or absl-style bare `prefetch` / `noprefetch`) -> typed values."""
+    fields = spec_fields(config_class)
     values = {}
     for item in items:
         key, eq, text = (part.strip() for part in item.partition("="))
         if not eq:
-            bare = key[2:] if key.startswith("no") and key not in _FIELDS else key
-            if bare in _FIELDS and isinstance(_FIELDS[bare].default, bool):
+            bare = key[2:] if key.startswith("no") and key not in fields else key
+            if bare in fields and isinstance(fields[bare].default, bool):
                 values[bare] = bare == key
                 continue
             raise ValueError(f"variant {spec!r}: {item!r} is not field=value (e.g. fuse_maps=false)")
         try:
-            values[key] = parse_value(key, text)
+            values[key] = parse_value(key, text, config_class)
         except ValueError as e:
             raise ValueError(f"variant {spec!r}: {e}") from None
     return values
 
 
-def parse_variant(spec: str, features: Optional[FeatureConfig] = None,
-                  overrides: Optional[Mapping[str, Any]] = None, *, dataset_fn: str = "") -> Variant:
+def parse_variant(spec: str, features: Any = None, overrides: Optional[Mapping[str, Any]] = None, *,
+                  dataset_fn: str = "") -> Variant:
     """Parses a variant spec: `NAME[:field=value,...]`.
 
     NAME is a preset (`optimized`, `naive`), `keras` (the recipe a Keras user would
-    write; takes batch_size, seed and FeatureConfig fields) or `shards` (the shard
+    write; takes batch_size, seed and the domain config's fields) or `shards` (the shard
     folder, optimized preset; `shards:naive,...` for the naive one). Fields are
-    PipelineConfig and FeatureConfig fields, e.g. `optimized:fuse_maps=false`,
-    `naive:backend=librosa`, `optimized:batch_size=32,n_mels=40`.
+    PipelineConfig fields and the fields of `features`' class, e.g. `optimized:fuse_maps=false`,
+    `naive:backend=librosa`, `optimized:batch_size=32,n_mels=40` (FeatureConfig),
+    `optimized:dtype=uint8,height=96` (ImageConfig).
 
     Args:
       spec: the spec.
-      features: FeatureConfig the spec's feature fields start from.
+      features: the domain config (FeatureConfig, ImageConfig, ...) the spec's feature
+        fields start from; its class decides which feature fields exist. Default FeatureConfig().
       overrides: typed field values applied to every variant before its own.
       dataset_fn: "MODULE:FUNCTION" of a user's dataset_fn: the variant is its PipelineConfig
         handed to that function (presets and PipelineConfig fields only).
@@ -137,6 +159,10 @@ def parse_variant(spec: str, features: Optional[FeatureConfig] = None,
     Raises:
       ValueError: unknown name or field, or a bad value, naming the allowed ones.
     """
+    features = FeatureConfig() if features is None else features
+    config_class = type(features)
+    feature_names = [f.name for f in dataclasses.fields(config_class)]
+    fields = spec_fields(config_class)
     name = spec.strip()
     base, _, rest = (part.strip() for part in name.partition(":"))
     if base not in BASES:
@@ -151,23 +177,23 @@ def parse_variant(spec: str, features: Optional[FeatureConfig] = None,
     preset = "naive" if base == "naive" else "optimized"
     if base == "shards" and items and items[0] in PRESETS:
         preset = items.pop(0)
-    own = _parse_items(items, name)
-    if base == "keras" and set(own) - set(_KERAS_FIELDS):
-        raise ValueError(f"variant {spec!r}: keras takes only batch_size, seed and FeatureConfig fields, "
-                         f"not {', '.join(sorted(set(own) - set(_KERAS_FIELDS)))}")
+    own = _parse_items(items, name, config_class)
+    keras_fields = ("batch_size", "seed", *feature_names)
+    if base == "keras" and set(own) - set(keras_fields):
+        raise ValueError(f"variant {spec!r}: keras takes only batch_size, seed and {config_class.__name__} fields, "
+                         f"not {', '.join(sorted(set(own) - set(keras_fields)))}")
     values = {**(overrides or {}), **own}
-    unknown = sorted(set(values) - set(_FIELDS))
+    unknown = sorted(set(values) - set(fields))
     if unknown:
-        raise ValueError(f"unknown field(s) {', '.join(unknown)}; allowed fields: {', '.join(_FIELDS)}")
-    feature_fields = sorted(set(values) & set(_FEATURE_FIELDS))
+        raise ValueError(f"unknown field(s) {', '.join(unknown)}; allowed fields: {', '.join(fields)}")
+    feature_fields = sorted(set(values) & set(feature_names))
     if dataset_fn and feature_fields:
-        raise ValueError(f"variant {spec!r}: {', '.join(feature_fields)}: FeatureConfig field(s) do not reach "
-                         f"dataset_fn={dataset_fn!r}, which builds its own features; only PipelineConfig "
+        raise ValueError(f"variant {spec!r}: {', '.join(feature_fields)}: {config_class.__name__} field(s) do not "
+                         f"reach dataset_fn={dataset_fn!r}, which builds its own features; only PipelineConfig "
                          f"fields apply ({', '.join(_PIPELINE_FIELDS)})")
     try:
         pipeline = PipelineConfig.preset(preset, **{k: v for k, v in values.items() if k in _PIPELINE_FIELDS})
-        feats = dataclasses.replace(features or FeatureConfig(),
-                                    **{k: v for k, v in values.items() if k in _FEATURE_FIELDS})
+        feats = dataclasses.replace(features, **{k: v for k, v in values.items() if k in feature_names})
     except ValueError as e:
         raise ValueError(f"variant {spec!r}: {e}") from None
     if dataset_fn:
@@ -202,13 +228,25 @@ def split_variants(text: str) -> list[str]:
     return [s for s in specs if s]
 
 
-def ablation_variants(features: Optional[FeatureConfig] = None,
+def _config_flips(config: Any) -> list[str]:
+    """`field=other` for each ABLATION_CONFIG_FIELDS field of `config` with two choices."""
+    flips = []
+    for f in dataclasses.fields(config):
+        choices = f.metadata.get("choices", ())
+        if f.name in ABLATION_CONFIG_FIELDS and len(choices) == 2:
+            flips.append(f"{f.name}={next(c for c in choices if c != getattr(config, f.name))}")
+    return flips
+
+
+def ablation_variants(features: Any = None,
                       overrides: Optional[Mapping[str, Any]] = None, *, dataset_fn: str = "") -> list[Variant]:
     """optimized and naive, then each TOGGLE flipped alone in each, then the other feature backend.
 
     From optimized, flipping a toggle gives its naive value (prefetch_to_device, off in
-    both presets, is switched on); from naive, it switches the optimization on. With a
-    dataset_fn the toggles are flipped in the PipelineConfig handed to it (no backend).
+    both presets, is switched on); from naive, it switches the optimization on. The
+    domain config's implementation switches (ABLATION_CONFIG_FIELDS, e.g. FeatureConfig's
+    backend) are flipped too, where it has them. With a dataset_fn the toggles are
+    flipped in the PipelineConfig handed to it (no config fields).
     """
     out = []
     for preset in PRESETS:
@@ -216,14 +254,14 @@ def ablation_variants(features: Optional[FeatureConfig] = None,
         out.append(base)
         flips = [f"{t}={str(not getattr(base.pipeline, t)).lower()}" for t in TOGGLES]
         if not dataset_fn:
-            flips.append(f"backend={'librosa' if base.features.backend == 'tf' else 'tf'}")
+            flips += _config_flips(base.features)
         out += [dataclasses.replace(parse_variant(f"{preset}:{flip}", features, overrides, dataset_fn=dataset_fn),
                                     reference=preset)
                 for flip in flips]
     return out
 
 
-def resolve_variants(variants: Sequence[Union[str, Variant]], features: Optional[FeatureConfig] = None,
+def resolve_variants(variants: Sequence[Union[str, Variant]], features: Any = None,
                      overrides: Optional[Mapping[str, Any]] = None, ablation: bool = False,
                      baseline: Optional[str] = None, *, dataset_fn: str = "",
                      input_fns: Sequence[str] = ()) -> list[Variant]:

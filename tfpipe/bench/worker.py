@@ -3,15 +3,14 @@
 A worker pins itself to its cores (if told to), imports TensorFlow, then serves
 commands from its pipe: "build" (build the variant's dataset, time the first batch,
 take the warm-up batches), "time" (one turn), "stages" (single-thread rate of each
-stage of the wav chain), "ops" (single-thread rate of each op of the final chain) and
-"stop". The parent's `Worker` freezes the process with SIGSTOP whenever it is not
+stage of the data's domain chain), "ops" (single-thread rate of each op of the final
+chain) and "stop". The parent's `Worker` freezes the process with SIGSTOP whenever it is not
 serving a command, so an idle variant's tf.data threads never run while another is timed.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 import os
 import signal
@@ -20,7 +19,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from tfpipe import sources
+from tfpipe.bench import domains as bench_domains
 from tfpipe.bench import ops as bench_ops
 from tfpipe.bench import user_fns
 from tfpipe.bench.ops import one_thread_rate  # noqa: F401  (old home: tfpipe.bench_worker.one_thread_rate)
@@ -89,19 +88,11 @@ def _num_examples(batch: Any) -> int:
 
 
 def keras_recipe(data: str, v: Variant) -> Any:
-    """What a Keras user writes instead: audio_dataset_from_directory + the same log-mel map + prefetch."""
-    import tensorflow as tf
-
-    from tfpipe import audio
-
-    f = v.features
-    with contextlib.redirect_stdout(io.StringIO()):  # "Found N files belonging to K classes."
-        ds = tf.keras.utils.audio_dataset_from_directory(
-            data, batch_size=v.pipeline.batch_size, output_sequence_length=f.num_samples, shuffle=True,
-            seed=v.pipeline.seed)
-    ds = ds.map(lambda wav, label: ({f.feature_key: audio.compute_features(tf.squeeze(wav, -1), f)}, label),
-                num_parallel_calls=tf.data.AUTOTUNE)
-    return ds.prefetch(tf.data.AUTOTUNE).repeat()  # a fresh pass per epoch, as Keras fit iterates
+    """What a Keras user writes instead: the data's domain's keras_recipe (e.g. image_dataset_from_directory
+    + the same augmentation + prefetch), endless, in train mode."""
+    recipe = bench_domains.keras_recipe(bench_domains.of_config(v.features))
+    with contextlib.redirect_stdout(io.StringIO()):  # Keras prints "Found N files belonging to K classes."
+        return recipe(data, v.features, v.pipeline.batch_size, v.pipeline.seed, mode="train")
 
 
 def _dataset(job: dict) -> tuple[Any, bool]:
@@ -161,13 +152,27 @@ def _build(state: dict, job: dict, warmup: int) -> dict:
     start = time.perf_counter()
     state["dataset"], finite = _dataset(job)
     state["batches"] = iter(state["dataset"])
-    batch_size = _num_examples(next(state["batches"]))
+    batch = next(state["batches"])
     first = time.perf_counter() - start
+    batch_size = _num_examples(batch)
     for _ in range(warmup):
         next(state["batches"])
     user = job["variant"].kind in ("dataset_fn", "input_fn")
-    return {"first_batch_s": first, "repeated": finite,
+    return {"first_batch_s": first, "repeated": finite, "batch_spec": describe_batch(batch),
             "epoch_batches": _epoch_batches(state["dataset"], batch_size) if user else None}
+
+
+def describe_batch(batch: Any) -> str:
+    """What a batch holds, e.g. "({'image': uint8[64, 96, 96, 3]}, int64[64])": dtypes and shapes, no values."""
+    import tensorflow as tf
+
+    if isinstance(batch, dict):
+        return "{" + ", ".join(f"{k!r}: {describe_batch(v)}" for k, v in batch.items()) + "}"
+    if isinstance(batch, (tuple, list)):
+        return "(" + ", ".join(describe_batch(v) for v in batch) + ")"
+    if hasattr(batch, "dtype") and hasattr(batch, "shape"):
+        return f"{tf.as_dtype(batch.dtype).name}{list(batch.shape)}"
+    return type(batch).__name__
 
 
 def _ops(state: dict, job: dict, budget_s: float, cores: int) -> bench_ops.OpsReport:
@@ -197,27 +202,42 @@ def _time(state: dict, job: dict, batches: int, step_s: float, min_s: float = 0.
     return {"batches": taken, "examples": examples, "seconds": time.perf_counter() - start, "wait_s": wait}
 
 
-def _stages(state: dict, job: dict, backends: Sequence[str], batch_size: int, budget_s: float) -> list:
-    """Single-thread rates of list -> read -> decode -> features -> batch, per backend."""
-    from tfpipe import pipeline
+def _stages(state: dict, job: dict, configs: Sequence[tuple], budget_s: float) -> list:
+    """Single-thread rates of list -> each of the domain's stages -> batch, per (label, config, batch size).
 
-    source = sources.find_examples(job["data"])
-    files = pipeline.wav_file_table(source, job["features"]).repeat()  # headers scanned once: backend-free
+    The stages are the source's own (`chain_input`), so they describe what the pipeline runs.
+    Also the two single-thread ways of running them all: one fused map per example, and
+    vectorized (the trailing batchable stages on whole batches, as `vectorize` runs them).
+    """
+    from tfpipe.core.chain import batch, split_stages
+    from tfpipe.core.source import find
+    from tfpipe.core.stage import fuse
+
+    source = find(job["data"])
     reports = []
-    for backend in backends:
-        f = dataclasses.replace(job["features"], backend=backend)
-        # The pipeline's own stage functions, so the stages describe what it runs.
-        read, decode, featurize = pipeline.wav_stage_fns(f)
-        chain = [files]
-        for fn in (read, decode, featurize):
-            chain.append(chain[-1].map(fn))
-        chain.append(chain[-1].batch(batch_size))
-        rates = [one_thread_rate(ds, batch_size if i == 4 else 1, budget_s) for i, ds in enumerate(chain)]
-        fused = files.map(pipeline.compose(read, decode, featurize))
-        vectorized = files.map(read).batch(batch_size).map(pipeline.compose(decode, featurize))
-        reports.append({"backend": backend, "rates": tuple(rates),
-                        "fused_rate": one_thread_rate(fused, 1, budget_s),
-                        "vectorized_rate": one_thread_rate(vectorized, batch_size, budget_s)})
+    for label, config, batch_size in configs:
+        inputs = source.chain_input("train", config)
+        files = inputs.files.repeat()
+        chain, names = [files], ["list"]
+        if inputs.expand is not None:  # files of many records (shards): their records are the examples
+            files = files.flat_map(inputs.expand)
+            chain, names = chain + [files], names + ["records"]
+        for stage in inputs.stages:
+            chain.append(chain[-1].map(stage.fn))
+        chain.append(batch(chain[-1], batch_size, drop_remainder=True))
+        names += [stage.name for stage in inputs.stages] + ["batch"]
+        rates = [one_thread_rate(ds, batch_size if i == len(chain) - 1 else 1, budget_s)
+                 for i, ds in enumerate(chain)]
+        fused = files.map(fuse(inputs.stages).fn)
+        before, after = split_stages(inputs.stages, vectorize=True)
+        vectorized = None
+        if after:
+            ds = files.map(fuse(before).fn) if before else files
+            vectorized = one_thread_rate(batch(ds, batch_size, drop_remainder=True).map(fuse(after).fn),
+                                         batch_size, budget_s)
+        reports.append({"label": label, "names": tuple(names), "rates": tuple(rates),
+                        "fused_rate": one_thread_rate(fused, 1, budget_s), "vectorized_rate": vectorized,
+                        "batch_size": batch_size})
     return reports
 
 

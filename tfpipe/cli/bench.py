@@ -20,8 +20,11 @@ _BENCH_CORPUS_PER_CLASS = 250  # x 8 synthetic classes = 2000 clips when --data 
 def define_bench() -> None:
     from tfpipe import flags as tfpipe_flags
     from tfpipe.config import FeatureConfig, PipelineConfig
+    from tfpipe.domains.image.config import ImageConfig
 
-    flags.DEFINE_string("data", None, "Wav folder (one subfolder per class), CSV manifest or shard folder. "
+    flags.DEFINE_string("data", None, "Folder with one subfolder per class (wav files or JPEG/PNG images), CSV "
+                        "manifest or shard folder; the files' domain decides which feature fields apply "
+                        "(FeatureConfig for wavs, ImageConfig for images). "
                         "Unset: a temporary synthetic corpus of 2000 one-second clips.")
     flags.DEFINE_string("shards", None, "Shard folder the `shards` variants read (write one with tfpipe prepare).")
     flags.DEFINE_string("dataset_fn", None, "Time your own pipeline: MODULE:FUNCTION or FILE.py:FUNCTION, where "
@@ -39,12 +42,14 @@ def define_bench() -> None:
                       "speed-up over the first count, in the table, JSON and chart.")
     flags.DEFINE_string("variants", "naive,optimized",
                         "Comma-separated variants; the first is the baseline. Names: optimized, naive (the "
-                        "presets), keras (audio_dataset_from_directory + the same log-mel map + prefetch), "
-                        "shards (the --shards folder; shards:naive for the naive chain). Each may add "
-                        "PipelineConfig/FeatureConfig fields: NAME:field=value,field=value, e.g. "
-                        "optimized:fuse_maps=false, naive:backend=librosa, optimized:batch_size=32,n_mels=40. "
-                        "The field flags below (--batch_size, --n_mels, --noprefetch, ...) apply to every "
-                        "variant first.")
+                        "presets), keras (the recipe a Keras user writes: audio_dataset_from_directory + the "
+                        "same log-mel map, or image_dataset_from_directory + the same augmentation, + "
+                        "prefetch), shards (the --shards folder; shards:naive for the naive chain). Each may "
+                        "add PipelineConfig fields and the data's feature config fields: "
+                        "NAME:field=value,field=value, e.g. optimized:fuse_maps=false, naive:backend=librosa, "
+                        "optimized:batch_size=32,n_mels=40 (wavs), optimized:dtype=uint8,height=96 (images). "
+                        "The field flags below (--batch_size, --n_mels, --height, --noprefetch, ...) apply to "
+                        "every variant first.")
     flags.DEFINE_string("baseline", None, "Variant the ratios compare to (default: the first).")
     flags.DEFINE_boolean("ablation", False, "Also time optimized with each toggle flipped to naive alone, naive "
                          "with each switched on alone, and each with the other feature backend.")
@@ -58,8 +63,9 @@ def define_bench() -> None:
     flags.DEFINE_integer("repeats", 5, "Rounds; every variant takes one turn per round (--prepare: runs per "
                          "worker count).", lower_bound=1)
     flags.DEFINE_integer("warmup", 3, "Untimed batches after the first one.", lower_bound=0)
-    flags.DEFINE_boolean("stages", True, "Measure each stage's single-thread rate, the limiting stage and the "
-                         "ideal (wav data only).")
+    flags.DEFINE_boolean("stages", True, "Measure the single-thread rate of each stage of the data's domain "
+                         "(wav: read, decode, features; images: read, decode, scale), the limiting stage and the "
+                         "ideal, once per distinct feature config among the variants (at most 2).")
     flags.DEFINE_float("stage_seconds", 0.5, "Time budget of each stage measurement.", lower_bound=0.05)
     flags.DEFINE_string("json", None, "Write every number, config and machine fact to this JSON file.")
     flags.DEFINE_string("plot", None, "Write a PNG bar chart (examples/s per variant, min-max, ideal; grouped by "
@@ -69,8 +75,9 @@ def define_bench() -> None:
     flags.DEFINE_list("workers", ["1", "2"], "--prepare: worker counts to compare, first = reference.")
     flags.DEFINE_integer("num_shards", 8, "--prepare: shards written per run.", lower_bound=1)
     flags.DEFINE_enum("store", "log_mel", ["log_mel", "waveform"], "--prepare: what the shards store.")
-    # Field flags set a common base for every variant; a variant's own :field=value wins.
-    for config in (PipelineConfig, FeatureConfig):
+    # Field flags set a common base for every variant; a variant's own :field=value wins. Each
+    # domain config's flags are defined (their names do not clash); the data's domain uses its own.
+    for config in (PipelineConfig, FeatureConfig, ImageConfig):
         tfpipe_flags.define_config_flags(config, FLAGS)
 
 
@@ -81,6 +88,7 @@ def run_bench(argv: Sequence[str]) -> None:
     from tfpipe import bench
     from tfpipe import flags as tfpipe_flags
     from tfpipe.config import FeatureConfig, PipelineConfig
+    from tfpipe.domains.image.config import ImageConfig
     from tfpipe.errors import DataError
 
     if argv:
@@ -97,7 +105,9 @@ def run_bench(argv: Sequence[str]) -> None:
     variants = (bench.split_variants(FLAGS.variants)
                 if FLAGS.dataset_fn or not FLAGS.input_fn or FLAGS["variants"].present else [])
     needs_data = FLAGS.prepare or (not FLAGS.dataset_fn and bool(variants))
-    overrides = {**tfpipe_flags.set_fields(PipelineConfig), **tfpipe_flags.set_fields(FeatureConfig)}
+    # Every set field flag of every config; the engine refuses those the data's domain lacks.
+    overrides = {k: v for config in (PipelineConfig, FeatureConfig, ImageConfig)
+                 for k, v in tfpipe_flags.set_fields(config).items()}
     try:
         features = tfpipe_flags.feature_config()
         with contextlib.ExitStack() as stack:

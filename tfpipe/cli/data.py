@@ -11,37 +11,90 @@ from tfpipe.cli import fail, usage_error
 
 FLAGS = flags.FLAGS
 
-USAGE = {"synth": "usage: tfpipe synth --output DIR [--per_class N] [flags]",
+USAGE = {"synth": "usage: tfpipe synth --output DIR [--domain audio|image] [--per_class N] [flags]",
          "prepare": "usage: tfpipe prepare --input DIR|CSV --output DIR [--num_shards N --workers P] [flags]",
          "inspect": "usage: tfpipe inspect SHARD_DIR [--verify]"}  # shown by --help
 
 
 # --- synth ---------------------------------------------------------------------
 
+# Flags a domain's corpus may take: each reaches `write_corpus` when it has a parameter of that name.
+_SYNTH_ARGS = ("sample_rate", "clip_seconds", "size")
+
+
 def define_synth() -> None:
     flags.DEFINE_string("output", None, "Folder to write the corpus to (one subfolder per class).",
                         required=True)
-    flags.DEFINE_integer("per_class", 100, "Clips per class.", lower_bound=1)
-    flags.DEFINE_integer("sample_rate", 16000, "Sample rate in Hz (at least 8000: the sounds span "
+    flags.DEFINE_string("domain", "audio", "Which corpus: 'audio' (8 learnable classes of wav clips) or 'image' "
+                        "(8 learnable classes of JPEG/PNG shapes of mixed sizes and modes); any domain with a "
+                        "synthetic corpus (tfpipe.domains.<name>.synthetic).")
+    flags.DEFINE_integer("per_class", 100, "Examples (clips, images) per class.", lower_bound=1)
+    flags.DEFINE_integer("sample_rate", 16000, "audio: sample rate in Hz (at least 8000: the sounds span "
                          "90 Hz to 3.6 kHz or more).", lower_bound=8000)
-    flags.DEFINE_float("clip_seconds", 1.0, "Clip length in seconds (events last 40-90% of it).",
+    flags.DEFINE_float("clip_seconds", 1.0, "audio: clip length in seconds (events last 40-90% of it).",
                        lower_bound=0.5)
+    flags.DEFINE_list("size", ["64", "256"], "image: smallest,largest side in pixels; each image's height and "
+                      "width are drawn between them.")
     flags.DEFINE_integer("seed", 0, "Corpus seed: the same seed writes the same files.", lower_bound=0)
 
 
+def _synth_module(domain: str):
+    """tfpipe.domains.<domain>.synthetic, or a usage error naming the domains that have one."""
+    import importlib
+
+    from tfpipe.core.source import domains
+
+    found = domains()
+    with_corpus = sorted(name for name, d in found.items() if _has_module(f"{_package(d)}.synthetic"))
+    if domain not in with_corpus:
+        usage_error(f"--domain={domain}: allowed values are {', '.join(with_corpus)}")
+    return importlib.import_module(f"{_package(found[domain])}.synthetic")
+
+
+def _package(domain) -> str:
+    return type(domain).__module__.rpartition(".")[0]
+
+
+def _has_module(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def _synth_value(name: str):
+    """A synth flag's value as write_corpus takes it."""
+    if name != "size":
+        return FLAGS[name].value
+    parts = [p.strip() for p in FLAGS.size]
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        usage_error(f"--size={','.join(FLAGS.size)}: expected two sizes in pixels, smallest,largest (e.g. 64,256)")
+    return (int(parts[0]), int(parts[1]))
+
+
 def run_synth(argv: Sequence[str]) -> None:
-    from tfpipe import synthetic
+    import inspect
 
     if argv:
         usage_error(f"unexpected arguments {' '.join(argv)}; pass --output DIR [--per_class N]")
+    module = _synth_module(FLAGS.domain)
+    takes = inspect.signature(module.write_corpus).parameters
+    unused = [f"--{name}" for name in _SYNTH_ARGS if FLAGS[name].present and name not in takes]
+    if unused:
+        usable = [f"--{name}" for name in _SYNTH_ARGS if name in takes]
+        usage_error(f"{', '.join(unused)}: not used by the {FLAGS.domain} corpus (it takes "
+                    f"{', '.join(usable) or 'none of --sample_rate, --clip_seconds, --size'})")
+    kwargs = {name: _synth_value(name) for name in _SYNTH_ARGS if name in takes}
     try:
-        source = synthetic.write_corpus(FLAGS.output, per_class=FLAGS.per_class,
-                                        sample_rate=FLAGS.sample_rate, clip_seconds=FLAGS.clip_seconds,
-                                        seed=FLAGS.seed)
+        source = module.write_corpus(FLAGS.output, per_class=FLAGS.per_class, seed=FLAGS.seed, **kwargs)
     except ValueError as e:
         fail(str(e))
-    print(f"{source.num_examples} clips ({len(source.class_names)} classes x {FLAGS.per_class}: "
-          f"{', '.join(source.class_names)}), 16-bit PCM mono at {FLAGS.sample_rate} Hz, in {source.root}")
+    settings = ", ".join(f"{name}={'-'.join(map(str, v)) if isinstance(v, tuple) else v}"
+                         for name, v in kwargs.items())
+    print(f"{source.num_examples} {FLAGS.domain} files ({len(source.class_names)} classes x {FLAGS.per_class}: "
+          f"{', '.join(source.class_names)}){', ' + settings if settings else ''}, in {source.root}")
     print(f"train on it: python -m estimator_demo --data {source.root}   or shard it: "
           f"tfpipe prepare --input {source.root} --output SHARDS")
 
