@@ -360,9 +360,10 @@ def test_stage_measurement_follows_the_sources_own_stages(tiny, tiny_shards):
 
     (wav,) = worker._stages({}, {"data": tiny}, [("audio features", FEAT, 4)], budget_s=0.03)
     assert wav["names"] == STAGE_NAMES and len(wav["rates"]) == 5 and wav["vectorized_rate"] > 0
-    # A shard folder: its files expand into records, then parse (batchable) runs on whole batches.
+    # A v2 shard folder: its files expand into parsed blocks of records, then the float16 -> float32
+    # cast (batchable) runs on whole batches.
     (shards,) = worker._stages({}, {"data": tiny_shards}, [("shards", FEAT, 4)], budget_s=0.03)
-    assert shards["names"] == ("list", "records", "parse", "batch") and len(shards["rates"]) == 4
+    assert shards["names"] == ("list", "records", "cast", "batch") and len(shards["rates"]) == 4
     report = bench.StageReport(cores=2, **shards)
     assert report.limiting in report.names and report.ideal > 0
 

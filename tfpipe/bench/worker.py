@@ -221,6 +221,8 @@ def _stages(state: dict, job: dict, configs: Sequence[tuple], budget_s: float) -
         chain, names = [files], ["list"]
         if inputs.expand is not None:  # files of many records (shards): their records are the examples
             files = files.flat_map(inputs.expand)
+            if inputs.blocked:  # blocks of examples, as the chain un-blocks them
+                files = files.unbatch()
             chain, names = chain + [files], names + ["records"]
         for stage in inputs.stages:
             chain.append(chain[-1].map(stage.fn))
