@@ -212,7 +212,7 @@ def test_interrupted_rerun_with_another_seed_never_reads_wrong_data(tmp_path):
     _kill_after_first_shard(proc, out)
     # The old index went before the first new shard: the folder is not a shard folder until rerun.
     assert not (out / "tfpipe.json").exists()
-    with pytest.raises(ValueError, match=r"no .* files found|expected one subfolder|subfolder per class"):
+    with pytest.raises(tfpipe.DataError, match=r"an unfinished tfpipe prepare .*rerun the same prepare command"):
         tfpipe.build_dataset(out, "eval", None, FEAT)
     rerun = _write(corpus, out, num_shards=6, seed=1)
     assert rerun == _write(corpus, tmp_path / "reference", num_shards=6, seed=1)

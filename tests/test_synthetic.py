@@ -135,7 +135,7 @@ def test_cli_synth_writes_the_corpus(tmp_path):
     run = subprocess.run([sys.executable, "-m", "tfpipe.cli", "synth", "--output", str(out),
                           "--per_class", "2", "--seed", "3"], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
-    assert "16 clips (8 classes x 2" in run.stdout
+    assert "16 audio files (8 classes x 2" in run.stdout
     assert _wav_files(out) == _wav_files(synthetic.write_corpus(tmp_path / "same", per_class=2, seed=3,
                                                                 progress=False).root)
     bad = subprocess.run([sys.executable, "-m", "tfpipe.cli", "synth", "--output", str(out / "tone"),

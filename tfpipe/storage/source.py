@@ -24,6 +24,7 @@ from tfpipe.core.stage import Stage, as_stage
 from tfpipe.errors import DataError
 from tfpipe.storage import index as index_lib
 from tfpipe.storage.codec import RecordCodec
+from tfpipe.storage.folder import WORK_DIR
 from tfpipe.storage.formats import get_format
 
 INDEX_NAME = index_lib.INDEX_NAME
@@ -131,9 +132,16 @@ def _check_size(path: str, expected: int, root: str) -> None:
 
 
 def read_folder(root: str) -> Optional[ShardSource]:
-    """The ShardSource of a folder with tfpipe.json (None for other folders)."""
+    """The ShardSource of a folder with tfpipe.json (None for other folders).
+
+    Raises:
+      DataError: the folder is a prepare that has not finished (its work folder, no index yet).
+    """
     index = index_lib.read_index(root)
     if index is None:
+        if os.path.isdir(os.path.join(root, WORK_DIR)):
+            raise DataError(f"{root}: an unfinished tfpipe prepare (no {INDEX_NAME} yet; {WORK_DIR}/ holds its "
+                            f"progress): rerun the same prepare command to finish it")
         return None
     paths = tuple(os.path.join(root, s["file"]) for s in index["shards"])
     missing = [p for p in paths if not os.path.isfile(p)]
