@@ -219,3 +219,20 @@ def test_image_config_names_the_bad_field(field, value, message):
         ImageConfig(**{field: value})
     assert tfpipe.ImageConfig is ImageConfig
     assert ImageConfig(height=64, width=48).stored_size == (74, 55)
+
+
+@pytest.mark.parametrize("store", ["jpeg", "raw"])
+def test_image_shards_read_back_through_the_chain_like_the_folder(tmp_path, store):
+    data = numbered_folder(tmp_path / "imgs")
+    shards = str(tmp_path / f"shards_{store}")
+    index = tfpipe.write_shards(data, shards, num_shards=2, num_workers=0, features=CONFIG, store=store,
+                                progress=False)
+    assert index["domain"]["name"] == "image" and index["num_examples"] == N_IMAGES + 1
+    folder = np.concatenate([f["image"] for f, _ in _eval(data)])
+    batches = _eval(shards, features=None)  # the config the shards were written with
+    images = np.concatenate([f["image"] for f, _ in batches])
+    assert images.shape == folder.shape and images.dtype == np.float32
+    assert sorted(_ids(images)) == sorted(_ids(folder))  # every image once (shards hold the plan's order)
+    train = tfpipe.build_dataset(shards, "train", OPT)  # random crops and flips of the stored images
+    features, labels = next(iter(train))
+    assert features["image"].shape == (5, 16, 24, 3) and labels.shape == (5,)

@@ -115,8 +115,9 @@ def define_prepare() -> None:
                          "would exceed 256 MiB).", lower_bound=1)
     flags.DEFINE_integer("workers", None, "Worker processes, each writing whole shards (0: in this process; "
                          "default: 0 below 10,000 examples, else one per 10,000 up to the cores).", lower_bound=0)
-    flags.DEFINE_enum("store", "log_mel", ["log_mel", "waveform"],
-                      "Store log-mel features or fixed-length waveforms.")
+    flags.DEFINE_enum("store", None, ["log_mel", "waveform", "jpeg", "raw"],
+                      "What the shards store: audio log_mel (default) or fixed-length waveform; images "
+                      "re-encoded jpeg (default) or raw uint8, resized once.")
     flags.DEFINE_enum("dtype", "float16", ["float16", "float32"], "Storage dtype (read back as float32).")
     flags.DEFINE_enum("format", "tfrecord-block", ["tfrecord-block", "tfrecord-example"],
                       "Records: blocks of examples (v2, fast reads) or one tf.train.Example per example (v1).")
@@ -137,6 +138,12 @@ def define_prepare() -> None:
                          lower_bound=1)
     flags.DEFINE_boolean("merge", False, "Retired (hand-run multi-host mode): use --runner=beam.")
     tfpipe_flags.define_config_flags(FeatureConfig, FLAGS, exclude=("output",))  # --output is the folder
+    from tfpipe.domains.image.config import ImageConfig  # --dtype is the storage dtype here
+
+    tfpipe_flags.define_config_flags(ImageConfig, FLAGS, exclude=_IMAGE_FLAGS_TAKEN)
+
+
+_IMAGE_FLAGS_TAKEN = ("dtype",)  # ImageConfig fields whose flag names prepare uses for something else
 
 
 def run_prepare(argv: Sequence[str]) -> None:
@@ -155,11 +162,18 @@ def run_prepare(argv: Sequence[str]) -> None:
     if not FLAGS.input:
         fail("--input is required: a wav folder (one subfolder per class) or a CSV manifest (path,label)")
     try:
-        # --output is the folder here (FeatureConfig.output is --store), so that flag is not a feature field.
-        features = tfpipe_flags.feature_config(exclude=("output",))
+        from tfpipe.core.source import find, get_domain
+        from tfpipe.domains.image.config import ImageConfig
+
+        domain = find(FLAGS.input).domain or "audio"
+        if domain == "image":
+            features = ImageConfig(**tfpipe_flags.set_fields(ImageConfig, exclude=_IMAGE_FLAGS_TAKEN))
+        else:  # --output is the folder here (FeatureConfig.output is --store): not a feature field
+            features = tfpipe_flags.feature_config(exclude=("output",))
+        store = FLAGS.store or get_domain(domain).stores()[0]
         index, stats = writer.write_shards_with_stats(
             FLAGS.input, FLAGS.output, num_shards=FLAGS.num_shards, num_workers=FLAGS.workers,
-            features=features, store=FLAGS.store, split=FLAGS.split, seed=FLAGS.seed, on_error=FLAGS.on_error,
+            features=features, store=store, split=FLAGS.split, seed=FLAGS.seed, on_error=FLAGS.on_error,
             dtype=FLAGS.dtype, format=FLAGS.format, runner=FLAGS.runner, beam_options=FLAGS.beam_options)
     except (DataError, ValueError) as e:
         fail(str(e))

@@ -89,7 +89,10 @@ class ShardSource:
         stored = index.get("domain")
         if stored:
             keys = list(stored["features"])
-            cast = {k: v["dtype"] for k, v in stored["features"].items()}
+            # Numbers stored narrower than the domain hands them (float16 on disk) are cast back;
+            # bytes (an encoded image) are decoded by the domain's stored stages instead.
+            cast = {k: v["dtype"] for k, v in stored["features"].items()
+                    if v["dtype"] not in ("bytes", "str") and v["dtype"] != codec.fields[k].dtype}
             stages = self._stored_stages(features, mode)
         else:
             if features is not None:
