@@ -111,8 +111,10 @@ def _dataset(job: dict) -> tuple[Any, bool]:
     else:
         ds = pipeline.build_dataset(job["shards"] if v.kind == "shards" else job["data"], "train",
                                     v.pipeline, v.features)
-    finite = int(ds.cardinality()) != int(tf.data.INFINITE_CARDINALITY)
-    return (ds.repeat() if finite else ds), finite  # a finite user dataset would end mid-turn
+    cardinality = int(ds.cardinality())
+    endless = cardinality == int(tf.data.INFINITE_CARDINALITY)
+    # A finite (or unknown: flat_map, filter) dataset would end mid-turn; only a known one is noted.
+    return (ds if endless else ds.repeat()), cardinality >= 0
 
 
 def toggle_options(p: Any) -> Any:
