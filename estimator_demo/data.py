@@ -121,6 +121,9 @@ def _sharded(source: Source, out_dir: str, split: str, features: FeatureConfig, 
           f"({num_shards} shards, store={store})")
     index = tfpipe.write_shards(source, out_dir, num_shards=num_shards, num_workers=workers,
                                 features=features, store=store, split=split, on_error=on_error)
+    converted = {k: v for k, v in (index.get("notes") or {}).items() if v}
+    if converted:  # cropped / padded / resampled / mixed to mono: said, never silent
+        print(f"[data] {split}: " + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in converted.items()))
     if index["rejected"]:
         first = index["rejected"][0]
         print(f"[data] {len(index['rejected'])} of {len(source.paths)} {split} files rejected (each listed "

@@ -154,6 +154,18 @@ def test_serving_receiver_applies_the_pipeline_feature_code():
         assert receiver.receiver_tensors["waveform"].shape.as_list() == [None, SMALL.num_samples]
 
 
+def test_prepare_data_says_how_many_clips_were_converted(tmp_path, capsys):
+    data = make_corpus(tmp_path / "wavs", classes=("a", "b"), per_class=3, seconds=0.3)
+    write_tone(str(tmp_path / "wavs" / "a" / "odd_rate.wav"), 440, seconds=0.3, sample_rate=22050)
+    write_tone(str(tmp_path / "wavs" / "b" / "stereo.wav"), 880, seconds=0.3, channels=2)
+    demo_data.prepare_data(data, None, 0.3, str(tmp_path / "run"), SMALL, num_shards=1)
+    lines = [l for l in capsys.readouterr().out.splitlines() if l.startswith("[data] train:")
+             or l.startswith("[data] eval:")]
+    said = " ".join(lines)
+    counts = {k: sum(int(m) for m in re.findall(rf"(\d+) {k}", said)) for k in ("resampled", "mixed to mono")}
+    assert counts == {"resampled": 1, "mixed to mono": 1}, lines
+
+
 def test_prepare_data_shards_any_readable_wav_and_holds_out_by_path(tmp_path):
     data = make_corpus(tmp_path / "wavs", classes=("a", "b"), per_class=6, seconds=0.3)
     # Files the online path cannot read but the sharding converts: other rate, 24-bit, stereo.
