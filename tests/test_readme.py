@@ -18,7 +18,8 @@ An HTML comment on the line right above a fence (invisible on GitHub) tells the 
                           `replace --per_class 250 => --per_class 3`); OLD must occur.
   help-only [PREFIX, ...] bash: do not run the commands (all, or those starting with a PREFIX,
                           e.g. `help-only tfpipe bench, tfpipe serve`); instead every --flag a
-                          command names must exist in its `--help` (tfpipe SUB or python -m MOD).
+                          command names must exist in its `--help` (tfpipe SUB or python -m MOD),
+                          and a `python SCRIPT.py ARGS` must name a script of the repository.
   env NAME=VALUE          set an environment variable for the block.
   link PATH               make the repository's PATH visible at PATH in the block's folder (a
                           symlink), for blocks that, run from a checkout, use its files.
@@ -191,6 +192,12 @@ def run_block(block: Block, cwd: str) -> None:
     for command in commands(block.source):
         if any(command.startswith(prefix) for prefix in block.help_only):
             argv = shlex.split(command, comments=True)
+            while argv and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", argv[0]):
+                argv = argv[1:]  # VAR=value before the program: the environment, not the program
+            if os.path.basename(argv[0]).startswith("python") and argv[1:2] != ["-m"]:
+                # A repository script run with positional arguments: it must exist where the README says.
+                assert os.path.isfile(os.path.join(ROOT, argv[1])), f"README.md:{block.line}: no {argv[1]}"
+                continue
             shown = subprocess.run(help_command(argv), capture_output=True, text=True, cwd=cwd, env=env,
                                    timeout=block.timeout)
             missing = unknown_flags(command, shown.stdout)

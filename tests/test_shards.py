@@ -8,7 +8,6 @@ import re
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 
 import numpy as np
@@ -20,7 +19,7 @@ import tfpipe
 from tfpipe import shards
 from tfpipe.pipeline import dataset_ops
 
-from conftest import make_corpus
+from conftest import make_corpus, start_slow_writer
 
 FEAT = tfpipe.FeatureConfig(clip_seconds=0.25)
 LOG_MEL_F16_TOL = 0.01  # float16 keeps 11 bits: |log-mel| <= 16 rounds by at most 2**-8
@@ -146,24 +145,8 @@ def test_shards_default_to_the_features_they_were_written_with(corpus, tmp_path)
 
 # --- kill and resume ---------------------------------------------------------------------------
 
-_SLOW_WRITER = textwrap.dedent("""
-    import sys, time
-    import tfpipe
-    from tfpipe.storage import shard_job
-    shard_job._CHUNK_EXAMPLES = 1  # several chunks per shard, so the kill lands inside one
-    chunk = shard_job._chunk_examples
-    def slow(*args):
-        time.sleep(0.4)
-        return chunk(*args)
-    shard_job._chunk_examples = slow
-    tfpipe.write_shards(sys.argv[1], sys.argv[2], num_shards=6, num_workers=0, progress=False,
-                        features=tfpipe.FeatureConfig(clip_seconds=0.25), format=sys.argv[3], seed=int(sys.argv[4]))
-""")
-
-
 def _start_slow_writer(corpus, out, fmt="tfrecord-block", seed=0):
-    return subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, corpus, str(out), fmt, str(seed)],
-                            start_new_session=True, stderr=subprocess.PIPE)
+    return start_slow_writer(corpus, out, sleep=0.4, num_shards=6, fmt=fmt, seed=seed, stderr=subprocess.PIPE)
 
 
 def _kill_after_first_shard(proc, out):

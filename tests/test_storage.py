@@ -20,7 +20,7 @@ import tfpipe
 from tfpipe.storage import verify
 from tfpipe.storage.index import sha256_file
 
-from conftest import make_corpus
+from conftest import make_corpus, start_slow_writer
 
 FEAT = tfpipe.FeatureConfig(clip_seconds=0.25)
 FORMATS = ["tfrecord-block", "tfrecord-example"]
@@ -229,25 +229,12 @@ def test_an_input_listed_twice_is_rejected_by_name(tmp_path):
 
 # --- safety: concurrent writers, full disks, signals ------------------------------------------------
 
-_SLOW = textwrap.dedent("""
-    import sys, time
-    import tfpipe
-    from tfpipe.storage import shard_job
-    shard_job._CHUNK_EXAMPLES = 1
-    chunk = shard_job._chunk_examples
-    def slow(*args):
-        time.sleep(0.3)
-        return chunk(*args)
-    shard_job._chunk_examples = slow
-    tfpipe.write_shards(sys.argv[1], sys.argv[2], num_shards=3, num_workers=0, progress=False,
-                        features=tfpipe.FeatureConfig(clip_seconds=0.25))
-""")
 
 
 def test_a_second_prepare_into_the_same_folder_is_refused_at_once(tmp_path):
     corpus = make_corpus(tmp_path / "corpus")
     out = tmp_path / "s"
-    first = subprocess.Popen([sys.executable, "-c", _SLOW, corpus, str(out)], start_new_session=True)
+    first = start_slow_writer(corpus, out, sleep=0.3, num_shards=3)
     try:
         deadline = time.time() + 60
         while not glob.glob(str(out / ".tfpipe-work" / "*.tmp-*")):

@@ -157,33 +157,27 @@ def checked_records(path, num_records, num_examples=None, block_size=None):
     import tensorflow as tf
 
     records = tf.data.TFRecordDataset(path).ignore_errors(log_warning=True)
-    damaged = tf.data.Dataset.from_tensors(path).map(_raise_damaged)
-    extra = tf.data.TFRecordDataset(path).skip(num_records).take(1).map(_raise_extra(path))
+    damaged = tf.data.Dataset.from_tensors(path).map(_raise(path, _DAMAGED))
+    extra = tf.data.TFRecordDataset(path).skip(num_records).take(1).map(_raise(path, _EXTRA))
     return records.concatenate(damaged).take(num_records).concatenate(extra)
 
 
-def _raise_damaged(path):
-    """Fails with a message naming the shard (only ever runs for a damaged shard)."""
+def _raise(path, reason: str):
+    """fn(element) that fails naming the shard `path` and `reason` (runs only for a bad shard)."""
     import tensorflow as tf
 
-    message = tf.strings.join([path, ": damaged shard: fewer readable records than tfpipe.json lists "
-                               "(corrupted or truncated); run `tfpipe inspect --verify` on its folder "
-                               "and rerun the same tfpipe prepare command to rewrite it"])
-    with tf.control_dependencies([tf.debugging.Assert(False, [message])]):
-        return tf.identity(path)
-
-
-def _raise_extra(path):
-    import tensorflow as tf
-
-    def extra(record):
-        message = tf.strings.join([path, ": more records than tfpipe.json lists for this shard (the index "
-                                   "was edited or belongs to other shards); rerun tfpipe prepare, then "
-                                   "`tfpipe inspect --verify` on its folder"])
+    def fail(element):
+        message = tf.strings.join([path, reason])
         with tf.control_dependencies([tf.debugging.Assert(False, [message])]):
-            return tf.identity(record)
+            return tf.identity(element)
 
-    return extra
+    return fail
+
+
+_DAMAGED = (": damaged shard: fewer readable records than tfpipe.json lists (corrupted or truncated); run "
+            "`tfpipe inspect --verify` on its folder and rerun the same tfpipe prepare command to rewrite it")
+_EXTRA = (": more records than tfpipe.json lists for this shard (the index was edited or belongs to other "
+          "shards); rerun tfpipe prepare, then `tfpipe inspect --verify` on its folder")
 
 
 def _cast(values: dict, cast: Optional[Mapping[str, str]]) -> dict:
