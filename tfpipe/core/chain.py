@@ -103,16 +103,17 @@ def chain(inputs: ChainInput, mode: str, p: PipelineConfig,
     if p.fuse_maps:
         before, after = [fuse(before)] if before else [], [fuse(after)] if after else []
     resume = train and start_step is not None
-    # A cache must see one finite epoch in a fixed order, so repeat and the file shuffle follow it.
-    repeat_first = train and p.repeat_before_shuffle and not p.cache
-    shuffle_files = train and p.shuffle_filenames and not p.cache
+    # A cache must see one finite epoch in a fixed order, so repeat and the file shuffle follow it;
+    # the resumable order repeats and permutes the files itself.
+    repeat_first = train and p.repeat_before_shuffle and not p.cache and not resume
+    shuffle_files = train and p.shuffle_filenames and not p.cache and not resume
 
     ds = shard_for_input_context(inputs.files, inputs.num_files, input_context)
     if resume:  # endless, each epoch permuted from (seed, epoch): starts anywhere at no cost
         ds = resume_lib.stream(ds, inputs, p.seed or 0, start_step * p.batch_size)
-    if repeat_first and not resume:
+    if repeat_first:
         ds = ds.repeat(epochs)  # one stream over epochs: the shuffle below never drains and refills
-    if shuffle_files and not resume:
+    if shuffle_files:
         ds = ds.shuffle(inputs.num_files, seed=p.seed)  # paths are cheap to buffer; decoded data is not
     if inputs.expand is None:
         ds, before = apply_maps(ds, before[:1], p, ordered), before[1:]  # read (fused: and process)
