@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional, Protocol, Sequence, Union
 import tensorflow as tf
 
 from tfpipe.core.domain import Domain
-from tfpipe.core.stage import Stage, as_stage
+from tfpipe.core.stage import Stage, user_stages
 from tfpipe.errors import DataError
 
 INDEX_NAME = "tfpipe.json"
@@ -176,10 +176,7 @@ class FileSource:
             stages = tuple(domain.stages(config, mode))
         else:
             table = tf_paths(self.paths)
-            stages = tuple(as_stage(fn, name, batchable)
-                           for fn, name, batchable in ((read, "read", False), (process, "process", False),
-                                                       (batch_process, "batch_process", True))
-                           if fn is not None)
+            stages = tuple(user_stages(read, process, batch_process))
         files = tf.data.Dataset.from_tensor_slices((table, labels))
         return ChainInput(files, len(self.paths), len(self.paths), stages)
 
@@ -247,8 +244,13 @@ def from_lists(paths: Sequence[Any], labels: Sequence[Any], root: str = "") -> F
     else:
         names = tuple(sorted({str(l) for l in labels}))
         ids = [names.index(str(l)) for l in labels]
+    return FileSource(root, tuple(paths), tuple(int(i) for i in ids), names, _common_domain(paths))
+
+
+def _common_domain(paths: Sequence[str]) -> str:
+    """The domain every path belongs to, or "" (none, or several)."""
     kinds = {d.name if d else "" for d in map(domain_of, paths)}
-    return FileSource(root, tuple(paths), tuple(int(i) for i in ids), names, kinds.pop() if len(kinds) == 1 else "")
+    return kinds.pop() if len(kinds) == 1 else ""
 
 
 def _known_extensions() -> str:
@@ -302,8 +304,7 @@ def _glob(pattern: str) -> FileSource:
     files_by_class: dict[str, list[str]] = {}
     for p in paths:
         files_by_class.setdefault(os.path.basename(os.path.dirname(p)), []).append(p)
-    kinds = {d.name if d else "" for d in map(domain_of, paths)}
-    return _labelled(pattern, dict(sorted(files_by_class.items())), kinds.pop() if len(kinds) == 1 else "",
+    return _labelled(pattern, dict(sorted(files_by_class.items())), _common_domain(paths),
                      min_classes=1)
 
 
@@ -336,8 +337,7 @@ def _csv_manifest(csv_path: str) -> FileSource:
     files_by_class: dict[str, list[str]] = {}
     for path, label in rows:
         files_by_class.setdefault(label, []).append(path)
-    kinds = {d.name if d else "" for d in (domain_of(p) for p, _ in rows)}
-    return _labelled(csv_path, dict(sorted(files_by_class.items())), kinds.pop() if len(kinds) == 1 else "")
+    return _labelled(csv_path, dict(sorted(files_by_class.items())), _common_domain([p for p, _ in rows]))
 
 
 def _labelled(root: str, files_by_class: dict, domain: str, min_classes: int = 2) -> FileSource:

@@ -64,6 +64,13 @@ def as_stage(fn: Any, name: str, batchable: bool = False) -> Stage:
     return Stage(name, fn, batchable=batchable, python=bool(getattr(fn, "tfpipe_python", False)))
 
 
+def user_stages(read: Any = None, process: Any = None, batch_process: Any = None) -> list[Stage]:
+    """A user's functions as stages: read and process per example, batch_process batchable."""
+    return [as_stage(fn, name, batchable) for fn, name, batchable in
+            ((read, "read", False), (process, "process", False), (batch_process, "batch_process", True))
+            if fn is not None]
+
+
 def python_fn(fn: Callable[..., Any], output_signature: Any, *, name: str = "") -> Callable[..., Any]:
     """Wraps a plain-Python (numpy, librosa, PIL) function so a tf.data map can call it.
 

@@ -20,7 +20,7 @@ from typing import Any, Optional
 import tensorflow as tf
 
 from tfpipe.core.source import ChainInput, get_domain, register_folder_reader
-from tfpipe.core.stage import Stage, as_stage
+from tfpipe.core.stage import Stage, user_stages
 from tfpipe.errors import DataError
 from tfpipe.storage import index as index_lib
 from tfpipe.storage.codec import RecordCodec
@@ -100,8 +100,7 @@ class ShardSource:
                                  f"your own examples ({', '.join(codec.fields)}); leave features unset")
             keys, cast, stages = list(codec.fields), {}, []
         stages = fmt.stages(codec, keys, cast) + stages
-        stages += [as_stage(fn, name, batchable) for fn, name, batchable in
-                   ((process, "process", False), (batch_process, "batch_process", True)) if fn is not None]
+        stages += user_stages(process=process, batch_process=batch_process)
         shards = index["shards"]
         files = tf.data.Dataset.from_tensor_slices((
             list(self.paths), tf.constant([s["num_records"] for s in shards], tf.int64),
