@@ -14,7 +14,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -177,7 +177,7 @@ def _chunk_examples(job: ShardJob, chunk: range, offline, rejected: list) -> lis
             if job.inputs.on_error == "fail":
                 raise DataError(f"{e} (writing {job.spec.file}; rerun with --on_error=skip "
                                 f"to list such files as rejected instead)") from None
-            rejected.append({"path": job.names[i], "reason": str(e).removeprefix(f"{job.paths[i]}: ")})
+            rejected.append({"path": job.names[i], "reason": reject_reason(e, job.paths[i])})
     if not kept:
         return []
     values = offline.featurize(loaded)
@@ -210,9 +210,6 @@ def _offline(inputs: DomainInputs):
     return _OFFLINE[key]
 
 
-def reject_reason(error: Exception, path: str) -> str:
+def reject_reason(error: Any, path: str) -> str:
+    """An input's problem without its path (the index lists the path beside it)."""
     return str(error).removeprefix(f"{path}: ")
-
-
-def sum_counts(manifests: Sequence[dict]) -> list[int]:
-    return np.sum([m["class_counts"] for m in manifests], axis=0).astype(int).tolist()

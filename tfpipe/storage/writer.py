@@ -24,7 +24,7 @@ from tfpipe.storage.codec import RecordCodec, check_all
 from tfpipe.storage.folder import OutputFolder
 from tfpipe.storage.formats import default_format, get_format
 from tfpipe.storage.plan import default_num_shards, default_workers, plan_shards
-from tfpipe.storage.shard_job import PATH_KEY, DomainInputs, ShardJob, file_identity, input_key
+from tfpipe.storage.shard_job import PATH_KEY, DomainInputs, ShardJob, file_identity, input_key, reject_reason
 
 RUNNERS = ("local", "beam")
 _MAX_LISTED = 10  # bad inputs named in one error message
@@ -285,7 +285,7 @@ def _check_inputs(source, names: Sequence[str], offline) -> dict:
             bad.append((i, str(e)))
         except OSError as e:  # a broken or looping link, a file that vanished
             bad.append((i, f"{path}: unreadable ({e.strerror or e})"))
-    rejected = [{"path": names[i], "reason": why.removeprefix(f"{source.paths[i]}: ")} for i, why in bad]
+    rejected = [{"path": names[i], "reason": reject_reason(why, source.paths[i])} for i, why in bad]
     return {"good": good, "bad": bad, "rejected": rejected, "labels": [source.labels[i] for i in good]}
 
 

@@ -30,11 +30,6 @@ JPEG_KEY = "image_jpeg"  # store="jpeg": the re-encoded file, bytes
 RAW_KEY = "image"  # store="raw": uint8 [rows, columns, 3]
 
 
-def store_key(store: str) -> str:
-    """The record key a store writes."""
-    return JPEG_KEY if store == "jpeg" else RAW_KEY
-
-
 def load_image(path: str, config: ImageConfig, notes: "collections.Counter | None" = None) -> np.ndarray:
     """Decodes any image PIL reads to uint8 RGB [*config.stored_size, 3], centre-cropped and resized.
 
