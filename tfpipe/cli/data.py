@@ -165,14 +165,15 @@ def run_prepare(argv: Sequence[str]) -> None:
         from tfpipe.core.source import find, get_domain
         from tfpipe.domains.image.config import ImageConfig
 
-        domain = find(FLAGS.input).domain or "audio"
+        source = find(FLAGS.input)  # found once: the writer takes the Source as it is
+        domain = source.domain or "audio"
         if domain == "image":
             features = ImageConfig(**tfpipe_flags.set_fields(ImageConfig, exclude=_IMAGE_FLAGS_TAKEN))
         else:  # --output is the folder here (FeatureConfig.output is --store): not a feature field
             features = tfpipe_flags.feature_config(exclude=("output",))
         store = FLAGS.store or get_domain(domain).stores()[0]
         index, stats = writer.write_shards_with_stats(
-            FLAGS.input, FLAGS.output, num_shards=FLAGS.num_shards, num_workers=FLAGS.workers,
+            source, FLAGS.output, num_shards=FLAGS.num_shards, num_workers=FLAGS.workers,
             features=features, store=store, split=FLAGS.split, seed=FLAGS.seed, on_error=FLAGS.on_error,
             dtype=FLAGS.dtype, format=FLAGS.format, runner=FLAGS.runner, beam_options=FLAGS.beam_options)
     except (DataError, ValueError) as e:
