@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "tfpipe")
+from tests.support import ROOT as _REPO
+
+ROOT = os.path.join(_REPO, "tfpipe")
 
 
 def _modules():

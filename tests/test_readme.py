@@ -40,7 +40,7 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.support import ROOT
 README = os.path.join(ROOT, "README.md")
 _RUN_LANGS = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
 _MARKER = re.compile(r"^<!--\s*test:(.*?)-->\s*$")

@@ -12,7 +12,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from conftest import make_corpus
+from tests.support import make_corpus
 from tfpipe import service, service_bench
 from tfpipe.config import FeatureConfig, PipelineConfig
 from tfpipe.estimator import make_input_fn

@@ -10,7 +10,7 @@ import soundfile as sf
 import tensorflow as tf
 
 import tfpipe
-from conftest import write_tone
+from tests.support import write_tone
 from tfpipe.config import TOGGLES, PipelineConfig
 from tfpipe.core.chain import dataset_ops
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from conftest import make_corpus, write_tone
+from tests.support import make_corpus, write_tone
 from tfpipe import sources
 from tfpipe.config import FeatureConfig
 from tfpipe.errors import DataError

@@ -2,32 +2,18 @@
 
 import os
 import re
-import struct
 import time
-import zlib
 
 import numpy as np
 import pytest
 
 import tfpipe
-from test_image_ops import encode, pattern, write
+from tests.support import encode, huge_png, pattern, write
 from tfpipe.domains.image import scan
 from tfpipe.domains.image.config import ImageConfig
 from tfpipe.errors import DataError
 
 CONFIG = ImageConfig(height=16, width=16)
-
-
-def huge_png(path, side=20000):
-    """A real, complete side x side grayscale PNG (all black), written row by row: ~0.4 MB on disk,
-    side*side*3 bytes if anything decoded it."""
-    def chunk(kind, payload):
-        return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
-
-    packer, row = zlib.compressobj(9), b"\x00" * (side + 1)  # filter byte + one byte a pixel
-    body = b"".join(packer.compress(row) for _ in range(side)) + packer.flush()
-    header = struct.pack(">IIBBBBB", side, side, 8, 0, 0, 0, 0)
-    return write(path, b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", body) + chunk(b"IEND", b""))
 
 
 def bad_folder(root):

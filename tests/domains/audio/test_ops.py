@@ -68,7 +68,7 @@ def test_fix_length_crops_and_zero_pads_the_last_axis():
 
 @pytest.mark.parametrize("seconds", [0.2, 0.5, 0.7])
 def test_decode_pcm16_equals_soundfile_with_crop_and_pad(tmp_path, seconds):
-    from conftest import write_tone
+    from tests.support import write_tone
 
     path = write_tone(str(tmp_path / "a" / "x.wav"), 300, seconds=seconds)
     f = FeatureConfig(clip_seconds=0.5)

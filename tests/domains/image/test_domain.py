@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import tfpipe
-from test_image_ops import encode, pattern, write
+from tests.support import encode, pattern, write
 from tfpipe.config import TOGGLES, FeatureConfig, PipelineConfig
 from tfpipe.core.source import get_domain
 from tfpipe.domains.image import synthetic

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from test_image_ops import encode, pattern, write
-from test_image_scan import huge_png
+from tests.support import encode, pattern, write
+from tests.support import huge_png
 from tfpipe.core.source import get_domain
 from tfpipe.domains.image import offline
 from tfpipe.domains.image.config import ImageConfig

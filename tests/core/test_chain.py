@@ -8,7 +8,7 @@ import pytest
 import soundfile as sf
 import tensorflow as tf
 
-from conftest import make_corpus, write_tone
+from tests.support import make_corpus, write_tone
 from tfpipe import audio, sources
 from tfpipe.config import TOGGLES, FeatureConfig, PipelineConfig
 from tfpipe.errors import DataError

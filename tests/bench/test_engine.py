@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import make_corpus
+from tests.support import make_corpus
 from tfpipe import bench
 from tfpipe.bench_report import (STAGE_NAMES, BenchResult, RoundStats, StageReport, Turn, VariantResult,
                                  added_ms, round_stats)

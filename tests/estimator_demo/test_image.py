@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from tfpipe.domains.image import synthetic
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.support import ROOT
 
 
 def test_image_demo_trains_online_exports_a_bytes_signature_and_predicts(tmp_path):

@@ -13,14 +13,14 @@ import pytest
 import soundfile as sf
 import tensorflow as tf
 
-from conftest import make_corpus, write_tone
+from tests.support import make_corpus, write_tone
 from estimator_demo import data as demo_data
 from estimator_demo import hooks, model
 from tfpipe import audio, synthetic
 from tfpipe.config import FeatureConfig
 from tfpipe.estimator import serving_input_receiver_fn
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.support import ROOT
 SMALL = FeatureConfig(clip_seconds=0.25, n_mels=16)  # [26 frames, 16 bands]
 CLASSES = ("low", "high")
 TRAIN, EVAL, PREDICT = tf.estimator.ModeKeys.TRAIN, tf.estimator.ModeKeys.EVAL, tf.estimator.ModeKeys.PREDICT

@@ -1,42 +1,16 @@
 """Image ops, eagerly and inside Dataset.map: decode (every mode), fused decode-and-crop, windows,
-resize, dtype, normalize. Also the tiny image writers the other image test modules use."""
+resize, dtype, normalize."""
 
 import io
-import os
 
 import numpy as np
 import pytest
 import tensorflow as tf
 from PIL import Image
 
+from tests.support import encode, pattern
 from tfpipe.domains.image import ops
 from tfpipe.domains.image.config import ImageConfig
-
-
-def pattern(height, width, seed=0):
-    """uint8 [height, width, 3]: smooth gradients plus a little noise (JPEG-friendly, not flat)."""
-    rng = np.random.default_rng(seed)
-    ys, xs = np.mgrid[0:height, 0:width]
-    base = np.stack([255 * ys / max(1, height - 1), 255 * xs / max(1, width - 1), 128 + 0 * xs], -1)
-    return np.clip(base + rng.normal(0, 4, base.shape), 0, 255).astype(np.uint8)
-
-
-def encode(pixels_or_image, fmt="JPEG", mode=None, **options):
-    """Bytes of an image (numpy RGB or PIL) saved as fmt, converted to mode first."""
-    image = pixels_or_image if isinstance(pixels_or_image, Image.Image) else Image.fromarray(pixels_or_image)
-    if mode:
-        image = image.convert(mode)
-    out = io.BytesIO()
-    image.save(out, fmt, **options)
-    return out.getvalue()
-
-
-def write(path, data):
-    """Writes bytes to path (parents created); returns the path as str."""
-    os.makedirs(os.path.dirname(str(path)), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(data)
-    return str(path)
 
 
 def _eager_and_mapped(fn, *inputs):

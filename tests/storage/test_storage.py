@@ -20,7 +20,7 @@ import tfpipe
 from tfpipe.storage import verify
 from tfpipe.storage.index import sha256_file
 
-from conftest import make_corpus, start_slow_writer
+from tests.support import make_corpus, start_slow_writer
 
 FEAT = tfpipe.FeatureConfig(clip_seconds=0.25)
 FORMATS = ["tfrecord-block", "tfrecord-example"]

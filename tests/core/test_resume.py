@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 import tfpipe
-from conftest import make_corpus, write_tone
+from tests.support import make_corpus, write_tone
 from tfpipe.estimator import make_input_fn
 
 FEAT = tfpipe.FeatureConfig(clip_seconds=0.25)

@@ -19,7 +19,7 @@ import tfpipe
 from tfpipe import shards
 from tfpipe.pipeline import dataset_ops
 
-from conftest import make_corpus, start_slow_writer
+from tests.support import make_corpus, start_slow_writer
 
 FEAT = tfpipe.FeatureConfig(clip_seconds=0.25)
 LOG_MEL_F16_TOL = 0.01  # float16 keeps 11 bits: |log-mel| <= 16 rounds by at most 2**-8

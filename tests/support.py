@@ -1,0 +1,99 @@
+"""Helpers the tests share: tiny generated wav and image files, a slow shard writer, the repository root.
+
+Fixtures live in conftest.py; plain functions live here so test modules import them by name.
+"""
+
+import io
+import os
+import struct
+import subprocess
+import sys
+import zlib
+
+import numpy as np
+import soundfile as sf
+from PIL import Image
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
+
+
+def write_tone(path, freq, seconds=0.25, sample_rate=16000, subtype="PCM_16", channels=1, amplitude=0.3):
+    """Writes a sine tone (plus a little fixed noise) as a wav file; returns its path."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    t = np.arange(int(seconds * sample_rate)) / sample_rate
+    rng = np.random.default_rng(int(freq))
+    wave = amplitude * np.sin(2 * np.pi * freq * t) + 0.01 * rng.standard_normal(t.size)
+    if channels > 1:
+        wave = np.stack([wave] * channels, axis=1)
+    sf.write(path, wave.astype(np.float32), sample_rate, subtype=subtype)
+    return path
+
+
+def make_corpus(root, classes=("a", "b", "c"), per_class=4, seconds=0.25, sample_rate=16000):
+    """A wav folder with one subfolder per class; file i of class c has a distinct frequency."""
+    for ci, name in enumerate(classes):
+        for i in range(per_class):
+            write_tone(os.path.join(root, name, f"{name}{i:03d}.wav"), 200 + 300 * ci + 17 * i,
+                       seconds=seconds, sample_rate=sample_rate)
+    return str(root)
+
+
+# A write_shards run in its own process, slowed to one clip per chunk and `sleep` seconds a chunk, so a
+# test can kill it, or start a second one, while it is inside a shard.
+SLOW_WRITER = """
+import sys, time
+import tfpipe
+from tfpipe.storage import shard_job
+shard_job._CHUNK_EXAMPLES = 1  # several chunks per shard, so a kill lands inside one
+chunk = shard_job._chunk_examples
+def slow(*args):
+    time.sleep(float(sys.argv[3]))
+    return chunk(*args)
+shard_job._chunk_examples = slow
+tfpipe.write_shards(sys.argv[1], sys.argv[2], num_shards=int(sys.argv[4]), num_workers=0, progress=False,
+                    features=tfpipe.FeatureConfig(clip_seconds=0.25), format=sys.argv[5], seed=int(sys.argv[6]))
+"""
+
+
+def start_slow_writer(corpus, out, *, sleep, num_shards, fmt="tfrecord-block", seed=0, **popen):
+    """SLOW_WRITER as a subprocess in a session of its own (killable as a group)."""
+    return subprocess.Popen([sys.executable, "-c", SLOW_WRITER, str(corpus), str(out), str(sleep),
+                             str(num_shards), fmt, str(seed)], start_new_session=True, **popen)
+
+
+def pattern(height, width, seed=0):
+    """uint8 [height, width, 3]: smooth gradients plus a little noise (JPEG-friendly, not flat)."""
+    rng = np.random.default_rng(seed)
+    ys, xs = np.mgrid[0:height, 0:width]
+    base = np.stack([255 * ys / max(1, height - 1), 255 * xs / max(1, width - 1), 128 + 0 * xs], -1)
+    return np.clip(base + rng.normal(0, 4, base.shape), 0, 255).astype(np.uint8)
+
+
+def encode(pixels_or_image, fmt="JPEG", mode=None, **options):
+    """Bytes of an image (numpy RGB or PIL) saved as fmt, converted to mode first."""
+    image = pixels_or_image if isinstance(pixels_or_image, Image.Image) else Image.fromarray(pixels_or_image)
+    if mode:
+        image = image.convert(mode)
+    out = io.BytesIO()
+    image.save(out, fmt, **options)
+    return out.getvalue()
+
+
+def write(path, data):
+    """Writes bytes to path (parents created); returns the path as str."""
+    os.makedirs(os.path.dirname(str(path)), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+    return str(path)
+
+
+def huge_png(path, side=20000):
+    """A real, complete side x side grayscale PNG (all black), written row by row: ~0.4 MB on disk,
+    side*side*3 bytes if anything decoded it."""
+    def chunk(kind, payload):
+        return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
+
+    packer, row = zlib.compressobj(9), b"\x00" * (side + 1)  # filter byte + one byte a pixel
+    body = b"".join(packer.compress(row) for _ in range(side)) + packer.flush()
+    header = struct.pack(">IIBBBBB", side, side, 8, 0, 0, 0, 0)
+    return write(path, b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", body) + chunk(b"IEND", b""))
