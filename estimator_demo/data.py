@@ -15,9 +15,9 @@ from typing import Any, Optional, Sequence, Union
 
 import tfpipe
 from tfpipe import synthetic
-from tfpipe.config import FeatureConfig
+from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.domains.image import synthetic as image_synthetic
-from tfpipe.sources import Source, find_examples
+from tfpipe.core.source import FileSource, find
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,8 +40,8 @@ class DemoData:
     description: str
 
 
-def prepare_data(data: Union[None, str, Source], eval_data: Optional[str], eval_fraction: float,
-                 work_dir: str, features: FeatureConfig, *, store: str = "waveform", num_shards: int = 16,
+def prepare_data(data: Union[None, str, FileSource], eval_data: Optional[str], eval_fraction: float,
+                 work_dir: str, features: AudioConfig, *, store: str = "waveform", num_shards: int = 16,
                  shard_workers: int = 0, on_error: str = "fail", per_class: int = 250,
                  corpus_seed: int = 0, shards: bool = True) -> DemoData:
     """Finds or generates the data, holds out eval, shards both sides into work_dir/shards.
@@ -54,7 +54,7 @@ def prepare_data(data: Union[None, str, Source], eval_data: Optional[str], eval_
         `data` by a hash of each file's path (the same files on every run).
       eval_fraction: share held out when eval_data is None.
       work_dir: where the corpus and shards/{train,eval} go (complete shards are reused).
-      features: the domain's config (FeatureConfig: sample rate, clip length, log-mel; ImageConfig).
+      features: the domain's config (AudioConfig: sample rate, clip length, log-mel; ImageConfig).
       store: what the shards hold: "waveform" or "log_mel" (audio), "jpeg" or "raw" (images).
       num_shards: training shards; eval gets a quarter as many.
       shard_workers: shard-writing processes (0: this process).
@@ -83,10 +83,10 @@ def prepare_data(data: Union[None, str, Source], eval_data: Optional[str], eval_
                                         clip_seconds=features.clip_seconds, seed=corpus_seed)
         origin = f"synthetic corpus ({corpus_dir})"
     else:
-        source = find_examples(data)
+        source = find(data)
         origin = source.root
     if eval_data is not None:
-        train_src, eval_src = source, find_examples(eval_data)
+        train_src, eval_src = source, find(eval_data)
     elif source.kind == "shards":
         raise ValueError(f"{source.root}: a shard folder cannot be split into train and eval after it is "
                          f"written; pass --eval_data with a held-out shard folder (or give --data the wav "
@@ -111,7 +111,7 @@ def prepare_data(data: Union[None, str, Source], eval_data: Optional[str], eval_
     return DemoData(train, held, tuple(train_src.class_names), eval_files, description)
 
 
-def _sharded(source: Source, out_dir: str, split: str, features: FeatureConfig, store: str,
+def _sharded(source: FileSource, out_dir: str, split: str, features: AudioConfig, store: str,
              num_shards: int, workers: int, on_error: str) -> tuple[str, int]:
     """The shard folder for `source` (written, or finished if a run was interrupted), and its size."""
     if source.kind == "shards":

@@ -24,8 +24,8 @@ from typing import Optional
 import tensorflow as tf
 
 from estimator_demo import hooks
-from tfpipe import audio
-from tfpipe.config import FeatureConfig
+from tfpipe.domains.audio import ops
+from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.domains.image import ops as image_ops
 
 _EPSILON = 1e-3  # keeps a silent (constant) clip finite after standardization
@@ -60,7 +60,7 @@ def model_fn(features: dict, labels: Optional[tf.Tensor], mode: str, params: dic
         {"image": uint8 or float32 [batch, height, width, 3]} (normalized here).
       labels: int64 [batch] class ids (None in PREDICT).
       mode: a tf.estimator.ModeKeys value.
-      params: "class_names" (sequence of str), "features" (FeatureConfig or ImageConfig),
+      params: "class_names" (sequence of str), "features" (AudioConfig or ImageConfig),
         optional "learning_rate" (default 2e-3) and "filters" (conv widths).
 
     Returns:
@@ -70,13 +70,13 @@ def model_fn(features: dict, labels: Optional[tf.Tensor], mode: str, params: dic
       serving signature.
     """
     class_names = tuple(params["class_names"])
-    feature_config: FeatureConfig = params["features"]
+    feature_config: AudioConfig = params["features"]
     if "image" in features:
         x = image_ops.normalize(features["image"])  # [batch, height, width, 3]
     elif "log_mel" in features:
         x = standardize(tf.cast(features["log_mel"], tf.float32))[..., tf.newaxis]
     elif "waveform" in features:
-        x = standardize(audio.log_mel(features["waveform"], feature_config))[..., tf.newaxis]
+        x = standardize(ops.log_mel(features["waveform"], feature_config))[..., tf.newaxis]
     else:
         raise ValueError(f"model_fn: features {sorted(features)} hold none of 'log_mel', 'waveform', 'image'")
     cnn = classifier(len(class_names), tuple(params.get("filters", DEFAULT_FILTERS)))

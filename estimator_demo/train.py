@@ -1,6 +1,6 @@
 """python -m estimator_demo: absl flags -> data -> shards -> train_and_evaluate -> export -> reload, predict.
 
-With no --data it writes the synthetic corpus of --domain (audio: tfpipe.synthetic
+With no --data it writes the synthetic corpus of --domain (audio: tfpipe.domains.audio.synthetic
 into <model_dir>/corpus; image: tfpipe.domains.image.synthetic into
 <model_dir>/image_corpus); a wav or image folder or CSV given with --data is used as
 is, its domain found from the files. Either way a held-out split (a hash of each
@@ -40,7 +40,7 @@ from tfpipe.config import PipelineConfig  # noqa: E402
 from tfpipe.core.source import domain_of  # noqa: E402
 from tfpipe.domains.image import ImageConfig  # noqa: E402
 from tfpipe.errors import DataError  # noqa: E402
-from tfpipe.sources import Source, find_examples  # noqa: E402
+from tfpipe.core.source import FileSource, find  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -151,7 +151,7 @@ def train_and_evaluate(data: DemoData, pipeline: PipelineConfig, features: Any, 
     Args:
       data: from prepare_data.
       pipeline: the input pipeline for training (evaluation is one ordered pass whatever it says).
-      features: the FeatureConfig or ImageConfig of the data; the SavedModel computes the same features.
+      features: the AudioConfig or ImageConfig of the data; the SavedModel computes the same features.
       model_dir: the Estimator's model_dir.
       train_steps: steps to train to (global step).
       evals: evaluations on the held-out data, evenly spaced; the last one at the end.
@@ -203,7 +203,7 @@ def predict_saved_model(export_dir: str, files: Sequence[tuple[str, int]],
       files: (path, label id) pairs. Audio: any wav the sharding reads (resampled to
         features.sample_rate, mixed to mono), sent as raw waveforms; images: the file's
         bytes, sent as they are (the SavedModel decodes them).
-      features: the FeatureConfig or ImageConfig the model was trained with.
+      features: the AudioConfig or ImageConfig the model was trained with.
 
     Returns:
       (path, true label, predicted class name, its probability) per file.
@@ -220,7 +220,7 @@ def predict_saved_model(export_dir: str, files: Sequence[tuple[str, int]],
                 encoded.append(f.read())
         out = serve(**{SERVING_KEY: tf.constant(encoded)})
     else:
-        from tfpipe.shard_writer import load_clip, pad_clips  # any wav the sharding accepts, at sample_rate
+        from tfpipe.domains.audio.offline import load_clip, pad_clips  # any wav the sharding accepts, at sample_rate
 
         batch = pad_clips([load_clip(path, features) for path, _ in files], features.num_samples)
         out = serve(waveform=tf.constant(batch))
@@ -241,7 +241,7 @@ def main(argv: Sequence[str]) -> None:
     started = time.perf_counter()
     model_dir = os.path.abspath(FLAGS.model_dir)
     try:
-        source = find_examples(FLAGS.data) if FLAGS.data is not None else None  # looked at once
+        source = find(FLAGS.data) if FLAGS.data is not None else None  # looked at once
         pipeline, features = tfpipe_flags.pipeline_config(), _feature_config(source)
         image = isinstance(features, ImageConfig)
         store = FLAGS.store or ("jpeg" if image else "waveform")
@@ -269,8 +269,8 @@ def main(argv: Sequence[str]) -> None:
     print(summary(data, result, predictions, FLAGS.pipeline, time.perf_counter() - started, same_data=same_data))
 
 
-def _feature_config(source: Optional[Source]) -> Any:
-    """The feature flags of the data's domain (ImageConfig for images, else FeatureConfig); for a
+def _feature_config(source: Optional[FileSource]) -> Any:
+    """The feature flags of the data's domain (ImageConfig for images, else AudioConfig); for a
     shard folder, its index's features with the flags that were set on top."""
     shards = source is not None and source.kind == "shards"
     base = (source.index["domain"] or {}).get("config") if shards else None
@@ -281,7 +281,7 @@ def _feature_config(source: Optional[Source]) -> Any:
     return tfpipe_flags.feature_config(base=base)
 
 
-def _domain(source: Optional[Source]) -> str:
+def _domain(source: Optional[FileSource]) -> str:
     """'image' or 'audio': from the files, a shard index, or --domain when there is no --data."""
     if source is None:
         return FLAGS.domain

@@ -51,7 +51,7 @@ def slow(*args):
     return chunk(*args)
 shard_job._chunk_examples = slow
 tfpipe.write_shards(sys.argv[1], sys.argv[2], num_shards=int(sys.argv[4]), num_workers=0, progress=False,
-                    features=tfpipe.FeatureConfig(clip_seconds=0.25), format=sys.argv[5], seed=int(sys.argv[6]))
+                    features=tfpipe.AudioConfig(clip_seconds=0.25), format=sys.argv[5], seed=int(sys.argv[6]))
 """
 
 

@@ -1,10 +1,11 @@
-"""PipelineConfig / FeatureConfig: presets, validation messages, derived shapes."""
+"""PipelineConfig / AudioConfig: presets, validation messages, derived shapes."""
 
 import dataclasses
 
 import pytest
 
-from tfpipe.config import TOGGLES, FeatureConfig, PipelineConfig
+from tfpipe.config import TOGGLES, PipelineConfig
+from tfpipe.domains.audio.config import AudioConfig
 
 
 def test_optimized_turns_every_toggle_on_and_naive_off():
@@ -44,7 +45,7 @@ def test_pipeline_config_errors_name_field_value_and_range(kwargs, message):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(n_mels=0), r"FeatureConfig\.n_mels=0: must be >= 1"),
+    (dict(n_mels=0), r"AudioConfig\.n_mels=0: must be >= 1"),
     (dict(backend="torch"), r"backend='torch': allowed values are 'tf', 'librosa'"),
     (dict(fmax=9000.0), r"fmax=9000\.0: must be in \(0\.0, 8000\.0\]"),
     (dict(fmin=8000.0), r"fmin=8000\.0: must be below sample_rate/2"),
@@ -53,10 +54,10 @@ def test_pipeline_config_errors_name_field_value_and_range(kwargs, message):
 ])
 def test_feature_config_errors_name_field_value_and_range(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        FeatureConfig(**kwargs)
+        AudioConfig(**kwargs)
 
 
 def test_feature_shapes_follow_librosa_centered_frames():
-    f = FeatureConfig(sample_rate=16000, clip_seconds=1.0, hop_length=160, n_mels=64)
+    f = AudioConfig(sample_rate=16000, clip_seconds=1.0, hop_length=160, n_mels=64)
     assert f.num_samples == 16000 and f.num_frames == 101 and f.feature_shape == (101, 64)
-    assert FeatureConfig(output="waveform", clip_seconds=0.5).feature_shape == (8000,)
+    assert AudioConfig(output="waveform", clip_seconds=0.5).feature_shape == (8000,)

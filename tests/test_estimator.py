@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfpipe.config import FeatureConfig, PipelineConfig
+from tfpipe.config import PipelineConfig
+from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.estimator import make_input_fn
 
-FEAT = FeatureConfig(clip_seconds=0.25)
+FEAT = AudioConfig(clip_seconds=0.25)
 
 
 def _model_fn(features, labels, mode, params):

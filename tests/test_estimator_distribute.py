@@ -22,7 +22,7 @@ import tfpipe
 from tfpipe.estimator import make_input_fn, train_distribute
 
 data, model_dir = sys.argv[1], sys.argv[2]
-feat = tfpipe.FeatureConfig(clip_seconds=0.25)
+feat = tfpipe.AudioConfig(clip_seconds=0.25)
 pipe = tfpipe.PipelineConfig.optimized(batch_size=3, seed=1)
 strategy = train_distribute(pipe, devices=["/cpu:0", "/cpu:1"])
 seen_contexts = []

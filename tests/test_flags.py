@@ -6,7 +6,8 @@ import pytest
 from absl import flags
 
 from tfpipe import flags as tfpipe_flags
-from tfpipe.config import FeatureConfig, PipelineConfig
+from tfpipe.config import PipelineConfig
+from tfpipe.domains.audio.config import AudioConfig
 
 
 def _parse(*args):
@@ -18,7 +19,7 @@ def _parse(*args):
 
 def test_every_config_field_has_a_flag():
     values = _parse()
-    for config in (PipelineConfig, FeatureConfig):
+    for config in (PipelineConfig, AudioConfig):
         for field in dataclasses.fields(config):
             assert field.name in values, field.name
     assert values["fuse_maps"].boolean  # --[no]fuse_maps
@@ -27,7 +28,7 @@ def test_every_config_field_has_a_flag():
 def test_unset_flags_keep_the_preset():
     assert tfpipe_flags.pipeline_config(_parse()) == PipelineConfig.optimized()
     assert tfpipe_flags.pipeline_config(_parse("--pipeline=naive")) == PipelineConfig.naive()
-    assert tfpipe_flags.feature_config(_parse()) == FeatureConfig()
+    assert tfpipe_flags.feature_config(_parse()) == AudioConfig()
 
 
 def test_flags_round_trip_into_configs():
@@ -36,7 +37,7 @@ def test_flags_round_trip_into_configs():
                     "--data_service=grpc://localhost:5000")
     assert tfpipe_flags.pipeline_config(values) == PipelineConfig.naive(
         prefetch=True, batch_size=16, cache="memory", seed=3, data_service="grpc://localhost:5000")
-    assert tfpipe_flags.feature_config(values) == FeatureConfig(n_mels=40, fmax=7000.0, backend="librosa")
+    assert tfpipe_flags.feature_config(values) == AudioConfig(n_mels=40, fmax=7000.0, backend="librosa")
     off = tfpipe_flags.pipeline_config(_parse("--nofuse_maps", "--novectorize", "--deterministic"))
     assert off == PipelineConfig.optimized(fuse_maps=False, vectorize=False, deterministic=True)
 
@@ -45,7 +46,7 @@ def test_flags_round_trip_into_configs():
     (["--batch_size=0"], r"batch_size=0: 0 is not an integer in the range \[1, "),
     (["--backend=torch"], r"should be one of <tf\|librosa>"),
     (["--pipeline=fast"], r"should be one of <optimized\|naive>"),
-    (["--fmax=9000"], r"FeatureConfig\.fmax=9000\.0: must be in \(0\.0, 8000\.0\]"),
+    (["--fmax=9000"], r"AudioConfig\.fmax=9000\.0: must be in \(0\.0, 8000\.0\]"),
     (["--data_service=localhost:1"], r"expected 'grpc://HOST:PORT'"),
     (["--fuse_maps=maybe"], r"fuse_maps"),
 ])
@@ -65,9 +66,9 @@ def test_help_shows_the_value_an_unset_flag_keeps():
     assert "default: true; naive preset: false; PipelineConfig.prefetch" in _help(values, "prefetch")
     assert "default: 1024; naive preset: 0;" in _help(values, "shuffle_buffer")
     assert "default: true; naive preset: false; PipelineConfig.prefetch_to_device" in _help(values, "prefetch_to_device")
-    assert "default: 16000; FeatureConfig.sample_rate" in _help(values, "sample_rate")
-    assert "default: 64; FeatureConfig.n_mels" in _help(values, "n_mels")
-    assert "default: 'log_mel'; FeatureConfig.output" in _help(values, "features")
+    assert "default: 16000; AudioConfig.sample_rate" in _help(values, "sample_rate")
+    assert "default: 64; AudioConfig.n_mels" in _help(values, "n_mels")
+    assert "default: 'log_mel'; AudioConfig.output" in _help(values, "features")
     assert _help(values, "seed").endswith("(unset: new order each run). (PipelineConfig.seed)")  # None: said once
     # The absl default stays None: an unset flag is told apart from one set to the preset's value.
     assert values["prefetch"].value is None and values["batch_size"].value is None
@@ -78,9 +79,9 @@ def test_help_shows_the_value_an_unset_flag_keeps():
 def test_the_feature_choice_is_features_and_output_stays_its_alias():
     for args in (["--features=waveform"], ["--output=waveform"], ["--output", "waveform"]):
         values = _parse(*args)
-        assert tfpipe_flags.feature_config(values) == FeatureConfig(output="waveform"), args
-        assert tfpipe_flags.set_fields(FeatureConfig, values) == {"output": "waveform"}
-    assert tfpipe_flags.flag_name(FeatureConfig, "output") == "features"
+        assert tfpipe_flags.feature_config(values) == AudioConfig(output="waveform"), args
+        assert tfpipe_flags.set_fields(AudioConfig, values) == {"output": "waveform"}
+    assert tfpipe_flags.flag_name(AudioConfig, "output") == "features"
     assert tfpipe_flags.flag_name(PipelineConfig, "batch_size") == "batch_size"
     with pytest.raises(flags.Error, match=r"--features=foo: value should be one of <log_mel\|waveform>"):
         _parse("--output=foo")
@@ -90,14 +91,14 @@ def test_a_binary_with_its_own_output_flag_keeps_it():
     # `tfpipe prepare` style: --output is a folder; --features is still the feature choice, no alias.
     values = flags.FlagValues()
     flags.DEFINE_string("output", None, "Folder.", flag_values=values)
-    tfpipe_flags.define_config_flags(FeatureConfig, values)
+    tfpipe_flags.define_config_flags(AudioConfig, values)
     values(["prog", "--output=/tmp/shards", "--features=waveform", "--n_mels=40"])
     assert values["output"].value == "/tmp/shards"
-    assert tfpipe_flags.feature_config(values) == FeatureConfig(output="waveform", n_mels=40)
+    assert tfpipe_flags.feature_config(values) == AudioConfig(output="waveform", n_mels=40)
     # Excluding the field leaves neither --features nor a feature meaning for --output.
     values = flags.FlagValues()
     flags.DEFINE_string("output", None, "Folder.", flag_values=values)
-    tfpipe_flags.define_config_flags(FeatureConfig, values, exclude=("output",))
+    tfpipe_flags.define_config_flags(AudioConfig, values, exclude=("output",))
     values(["prog", "--output=/tmp/shards"])
     assert "features" not in values
-    assert tfpipe_flags.feature_config(values, exclude=("output",)) == FeatureConfig()
+    assert tfpipe_flags.feature_config(values, exclude=("output",)) == AudioConfig()

@@ -82,7 +82,7 @@ def test_the_core_imports_no_domain_format_or_tool():
                  "tfpipe.service", "tfpipe.estimator", "tfpipe.audio", "tfpipe.sources", "tfpipe.pipeline",
                  "tfpipe.synthetic")
     for module, (top, every) in modules.items():
-        # config.py also keeps the old `tfpipe.config.FeatureConfig` name, resolved on first use only
+        # config.py also keeps the old `tfpipe.config.AudioConfig` name, resolved on first use only
         checked = every if module.startswith("tfpipe.core") else top
         if module.startswith("tfpipe.core") or module in ("tfpipe.config", "tfpipe.errors"):
             bad = sorted(n for n in checked if n.startswith(forbidden))

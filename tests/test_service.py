@@ -14,12 +14,14 @@ import tensorflow as tf
 
 from tests.support import make_corpus
 from tfpipe import service, service_bench
-from tfpipe.config import FeatureConfig, PipelineConfig
+from tfpipe.config import PipelineConfig
+from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.estimator import make_input_fn
-from tfpipe.pipeline import build_dataset, dataset_ops
-from tfpipe.shards import write_shards
+from tfpipe.core.chain import build_dataset
+from tfpipe.core.graph import dataset_ops
+from tfpipe.storage.writer import write_shards
 
-FEAT = FeatureConfig(clip_seconds=0.25)
+FEAT = AudioConfig(clip_seconds=0.25)
 
 
 @pytest.fixture
@@ -174,7 +176,7 @@ def test_cli_serve_needs_a_role_and_a_port():
 def test_killed_worker_mid_epoch_blocks_the_epoch_end_until_it_returns_and_loses_at_most_its_files(tmp_path):
     # 300 tiny clips: an epoch far longer than what the workers buffer ahead of the consumer.
     data = make_corpus(tmp_path / "c", per_class=100, seconds=0.1)
-    feat = FeatureConfig(clip_seconds=0.1)
+    feat = AudioConfig(clip_seconds=0.1)
     expected = _examples(build_dataset(data, "eval", PipelineConfig.optimized(batch_size=2), feat))
     got, outcome, finished = collections.Counter(), [], threading.Event()
     with service_bench.local_cluster(2, worker_timeout_ms=1000) as cluster:
@@ -214,7 +216,7 @@ def test_training_keeps_reading_from_the_surviving_worker(tmp_path):
     data = make_corpus(tmp_path / "c", per_class=20, seconds=0.1)
     with service_bench.local_cluster(2, worker_timeout_ms=1000) as cluster:
         pipe = PipelineConfig.optimized(batch_size=2, data_service=cluster.target)
-        batches = iter(build_dataset(data, "train", pipe, FeatureConfig(clip_seconds=0.1)))
+        batches = iter(build_dataset(data, "train", pipe, AudioConfig(clip_seconds=0.1)))
         next(batches)
         cluster.workers[1].kill()
         cluster.workers[1].wait()

@@ -2,35 +2,38 @@
 
 The public API is re-exported here and loaded on first use, so `import tfpipe`
 is cheap and the command line can quiet TensorFlow before TensorFlow loads.
+Old names and module paths resolve through `tfpipe.compat` with a DeprecationWarning.
 """
 
 import importlib
+
+from tfpipe import compat as _compat
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
     "DataError": "tfpipe.errors",
     "PipelineConfig": "tfpipe.config",
-    "FeatureConfig": "tfpipe.domains.audio.config",
     "AudioConfig": "tfpipe.domains.audio.config",
     "ImageConfig": "tfpipe.domains.image.config",
     "Stage": "tfpipe.core.stage",
     "python_fn": "tfpipe.core.stage",
+    "Source": "tfpipe.core.source",
     "FileSource": "tfpipe.core.source",
-    "Source": "tfpipe.sources",
-    "find_examples": "tfpipe.sources",
+    "find": "tfpipe.core.source",
     "build_dataset": "tfpipe.core.chain",
-    "dataset_ops": "tfpipe.core.chain",
+    "dataset_ops": "tfpipe.core.graph",
     "make_input_fn": "tfpipe.estimator",
     "serving_input_receiver_fn": "tfpipe.estimator",
-    "write_shards": "tfpipe.shards",
-    "plan_shards": "tfpipe.shards",
-    "merge_index": "tfpipe.shards",
-    "verify_shards": "tfpipe.shards",
+    "write_shards": "tfpipe.storage.writer",
+    "plan_shards": "tfpipe.storage.plan",
+    "verify_shards": "tfpipe.storage.verify",
     "quiet": "tfpipe.logs",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
+
+_compat.install()
 
 
 def __getattr__(name):
@@ -38,6 +41,8 @@ def __getattr__(name):
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
         globals()[name] = value
         return value
+    if name in _compat.MOVED_NAMES["tfpipe"]:
+        return _compat.resolve("tfpipe", name)
     try:
         return importlib.import_module(f"tfpipe.{name}")  # submodules: tfpipe.flags, tfpipe.bench, ...
     except ModuleNotFoundError:

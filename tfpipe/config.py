@@ -11,7 +11,7 @@ import math
 from typing import Any, Optional
 
 
-def _field(default: Any, help: str, **limits: Any) -> Any:
+def config_field(default: Any, help: str, **limits: Any) -> Any:
     """A dataclass field whose help and limits (min, max, choices) drive checks and flags."""
     return dataclasses.field(default=default, metadata={"help": help, **limits})
 
@@ -21,7 +21,7 @@ def field_type(f: dataclasses.Field) -> type:
     return type(f.default) if f.default is not None else f.metadata.get("type", float)
 
 
-def _validate(config: Any) -> None:
+def validate(config: Any) -> None:
     """Raise ValueError naming the field, its value and the allowed range."""
     name = type(config).__name__
     for f in dataclasses.fields(config):
@@ -81,32 +81,32 @@ class PipelineConfig:
       data_service_job: shared job name so several consumers split one job ("" = own job).
     """
 
-    repeat_before_shuffle: bool = _field(True, "Repeat before shuffling (no refill stall at epoch ends).")
-    shuffle_filenames: bool = _field(True, "Shuffle the file list instead of decoded examples.")
-    fuse_maps: bool = _field(True, "Fuse read, decode and features into one map.")
-    parallel_map: bool = _field(True, "Run maps with num_parallel_calls=AUTOTUNE.")
-    parallel_reads: bool = _field(True, "Read shard files with a parallel interleave.")
-    vectorize: bool = _field(True, "Batch first, then decode/parse and compute on whole batches.")
-    prefetch: bool = _field(True, "prefetch(AUTOTUNE) at the end of the chain.")
-    deterministic: bool = _field(False, "Keep element order in parallel train maps.")
-    cache: str = _field("", "Cache read examples: '' (off), 'memory', a file path, or 'snapshot:DIR' "
+    repeat_before_shuffle: bool = config_field(True, "Repeat before shuffling (no refill stall at epoch ends).")
+    shuffle_filenames: bool = config_field(True, "Shuffle the file list instead of decoded examples.")
+    fuse_maps: bool = config_field(True, "Fuse read, decode and features into one map.")
+    parallel_map: bool = config_field(True, "Run maps with num_parallel_calls=AUTOTUNE.")
+    parallel_reads: bool = config_field(True, "Read shard files with a parallel interleave.")
+    vectorize: bool = config_field(True, "Batch first, then decode/parse and compute on whole batches.")
+    prefetch: bool = config_field(True, "prefetch(AUTOTUNE) at the end of the chain.")
+    deterministic: bool = config_field(False, "Keep element order in parallel train maps.")
+    cache: str = config_field("", "Cache read examples: '' (off), 'memory', a file path, or 'snapshot:DIR' "
                                "(survives input_fn calls and restarts).")
-    prefetch_to_device: bool = _field(True, "Batches land on the accelerator ahead of the step: Keras via "
+    prefetch_to_device: bool = config_field(True, "Batches land on the accelerator ahead of the step: Keras via "
                                             "prefetch_to_device, Estimator via tfpipe.estimator.train_distribute "
                                             "(no-op without a GPU).")
-    batch_size: int = _field(64, "Examples per batch.", min=1, max=1 << 20)
-    shuffle_buffer: int = _field(1024, "Example shuffle buffer (0 = whole dataset).", min=0)
-    seed: Optional[int] = _field(None, "Shuffle seed (unset: new order each run).", min=0, type=int)
-    drop_remainder: bool = _field(True, "Drop the last partial batch in train mode.")
-    cycle_length: int = _field(0, "Shard files read concurrently (0: as many as usable cores, AUTOTUNE).",
+    batch_size: int = config_field(64, "Examples per batch.", min=1, max=1 << 20)
+    shuffle_buffer: int = config_field(1024, "Example shuffle buffer (0 = whole dataset).", min=0)
+    seed: Optional[int] = config_field(None, "Shuffle seed (unset: new order each run).", min=0, type=int)
+    drop_remainder: bool = config_field(True, "Drop the last partial batch in train mode.")
+    cycle_length: int = config_field(0, "Shard files read concurrently (0: as many as usable cores, AUTOTUNE).",
                                min=0, max=1024)
-    data_service: str = _field("", "tf.data service dispatcher address, e.g. grpc://localhost:5050.")
-    data_service_mode: str = _field("distributed_epoch", "tf.data service processing mode.",
+    data_service: str = config_field("", "tf.data service dispatcher address, e.g. grpc://localhost:5050.")
+    data_service_mode: str = config_field("distributed_epoch", "tf.data service processing mode.",
                                     choices=("distributed_epoch", "parallel_epochs"))
-    data_service_job: str = _field("", "tf.data service job name shared by consumers.")
+    data_service_job: str = config_field("", "tf.data service job name shared by consumers.")
 
     def __post_init__(self):
-        _validate(self)
+        validate(self)
         if self.data_service and "://" not in self.data_service:
             raise ValueError(f"PipelineConfig.data_service={self.data_service!r}: expected 'grpc://HOST:PORT'")
 
@@ -137,12 +137,3 @@ PRESETS = ("optimized", "naive")
 TOGGLES = tuple(f.name for f in dataclasses.fields(PipelineConfig)
                 if isinstance(f.default, bool) and f.name != "drop_remainder")
 
-
-def __getattr__(name: str):
-    # FeatureConfig lives with the audio domain now; this keeps `tfpipe.config.FeatureConfig` working
-    # without the core (which imports this module) importing a domain.
-    if name in ("FeatureConfig", "AudioConfig"):
-        from tfpipe.domains.audio import config
-
-        return getattr(config, name)
-    raise AttributeError(f"module 'tfpipe.config' has no attribute {name!r}")

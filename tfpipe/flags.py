@@ -1,4 +1,4 @@
-"""absl flags for every PipelineConfig and FeatureConfig field; flags -> configs.
+"""absl flags for every PipelineConfig and AudioConfig field; flags -> configs.
 
 `--pipeline` picks the preset; each field flag left unset keeps the preset's value,
 so `--pipeline=naive --prefetch` is the naive chain plus prefetch. Flags are made
@@ -13,14 +13,15 @@ from typing import Any, Mapping, Optional, Sequence
 
 from absl import flags
 
-from tfpipe.config import PRESETS, FeatureConfig, PipelineConfig, field_type
+from tfpipe.config import PRESETS, PipelineConfig, field_type
+from tfpipe.domains.audio.config import AudioConfig
 
-_CONFIGS = (PipelineConfig, FeatureConfig)
+_CONFIGS = (PipelineConfig, AudioConfig)
 
 # "Config.field" -> flag name, where the field's own name would mislead or clash:
-# FeatureConfig.output picks the features (log_mel | waveform), while --output is the
+# AudioConfig.output picks the features (log_mel | waveform), while --output is the
 # folder `tfpipe synth` and `tfpipe prepare` write to.
-FLAG_NAMES = {"FeatureConfig.output": "features"}
+FLAG_NAMES = {"AudioConfig.output": "features"}
 # flag name -> its old name, kept as an alias wherever the binary does not use that name itself.
 ALIASES = {"features": "output"}
 
@@ -50,7 +51,7 @@ def define_config_flags(config: type, flag_values: flags.FlagValues = flags.FLAG
     """Defines one flag per field of `config` (default None: unset), except the fields in `exclude`.
 
     `exclude` is for binaries that take a config's fields but make another flag play
-    one of them (e.g. `tfpipe prepare --store` picks FeatureConfig.output there). A
+    one of them (e.g. `tfpipe prepare --store` picks AudioConfig.output there). A
     renamed flag's old name (--output for --features) is added as an alias when the
     binary has not defined that name already, so define the binary's own flags first.
     """
@@ -115,7 +116,7 @@ def set_fields(config: type, flag_values: flags.FlagValues = flags.FLAGS,
                exclude: Sequence[str] = ()) -> dict[str, Any]:
     """{field: value} for the fields of `config` whose flags were set (an unset flag is None).
 
-    Keys are field names (FeatureConfig's "output", set by --features); `exclude` names fields.
+    Keys are field names (AudioConfig's "output", set by --features); `exclude` names fields.
     """
     return _set_fields(config, _values(flag_values), exclude)
 
@@ -130,7 +131,7 @@ def _configs_valid(values: dict) -> bool:
     """Parse-time check: the flags must make valid configs (raises with the config's message)."""
     try:
         PipelineConfig.preset(values["pipeline"], **_set_fields(PipelineConfig, values))
-        FeatureConfig(**_set_fields(FeatureConfig, values))
+        AudioConfig(**_set_fields(AudioConfig, values))
     except ValueError as e:
         raise flags.ValidationError(str(e)) from e
     return True
@@ -147,12 +148,12 @@ def pipeline_config(flag_values: flags.FlagValues = flags.FLAGS) -> PipelineConf
 
 
 def feature_config(flag_values: flags.FlagValues = flags.FLAGS, *, base: Optional[Mapping[str, Any]] = None,
-                   exclude: Sequence[str] = ()) -> FeatureConfig:
-    """The FeatureConfig the parsed flags describe.
+                   exclude: Sequence[str] = ()) -> AudioConfig:
+    """The AudioConfig the parsed flags describe.
 
     Args:
       flag_values: the parsed flags.
       base: field values to start from (e.g. a shard index's features); flags that were set win.
       exclude: fields whose flags mean something else to the caller (left at base/default).
     """
-    return FeatureConfig(**{**(base or {}), **set_fields(FeatureConfig, flag_values, exclude)})
+    return AudioConfig(**{**(base or {}), **set_fields(AudioConfig, flag_values, exclude)})

@@ -21,10 +21,12 @@ from typing import Any, Iterator, Optional, Sequence, TextIO
 
 import tensorflow as tf
 
-from tfpipe import sources
-from tfpipe.bench_report import align_table
-from tfpipe.config import FeatureConfig, PipelineConfig
-from tfpipe.pipeline import Data, build_dataset
+from tfpipe.core import source as sources
+from tfpipe.bench.report import align_table
+from tfpipe.config import PipelineConfig
+from tfpipe.domains.audio.config import AudioConfig
+from tfpipe.core.chain import build_dataset
+from tfpipe.core.source import Data
 from tfpipe.service import start_dispatcher
 
 _service = tf.data.experimental.service
@@ -139,7 +141,7 @@ def free_ports(n: int) -> list[int]:
 
 
 def bench_workers(data: Data, worker_counts: Sequence[int] = (0, 1, 2),
-                  pipeline: Optional[PipelineConfig] = None, features: Optional[FeatureConfig] = None, *,
+                  pipeline: Optional[PipelineConfig] = None, features: Optional[AudioConfig] = None, *,
                   batches: int = 50, warmup: int = 5, repeats: int = 3, pin_workers: bool = True,
                   out: Optional[TextIO] = None) -> dict[str, Any]:
     """Examples/s of the train chain through 0 (local, no service), 1, 2, ... service workers.
@@ -155,7 +157,7 @@ def bench_workers(data: Data, worker_counts: Sequence[int] = (0, 1, 2),
       data: wav folder, CSV manifest or shard folder.
       worker_counts: worker counts to compare; 0 runs the chain in this process.
       pipeline: the chain (its data_service fields are replaced); default optimized().
-      features: FeatureConfig (default FeatureConfig()); backend "tf" only, see distribute.
+      features: AudioConfig (default AudioConfig()); backend "tf" only, see distribute.
       batches: timed batches per run.
       warmup: untimed batches first (buffers fill, workers get their first files).
       repeats: runs per worker count; the median is reported.
@@ -167,7 +169,7 @@ def bench_workers(data: Data, worker_counts: Sequence[int] = (0, 1, 2),
        "speedup": {count: median / median of the smallest service run}, plus the setup}.
     """
     pipeline = pipeline or PipelineConfig.optimized()
-    features = features or FeatureConfig()
+    features = features or AudioConfig()
     if not worker_counts or min(worker_counts) < 0:
         raise ValueError(f"worker counts {list(worker_counts)}: expected counts >= 0, e.g. 0,1,2")
     runs: dict[int, list[float]] = {n: [] for n in worker_counts}

@@ -13,7 +13,8 @@ import sys
 import pytest
 
 from tfpipe import bench
-from tfpipe.config import TOGGLES, FeatureConfig
+from tfpipe.config import TOGGLES
+from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.domains.image import ImageConfig, synthetic
 from tfpipe.errors import DataError
 
@@ -52,8 +53,8 @@ def test_image_data_refuses_another_domains_fields_before_starting_workers(image
     with pytest.raises(ValueError, match=r"n_mels: not fields of ImageConfig, the features of the image data in "
                                          r".*images.*; its fields are dtype, eval_crop, flip, height"):
         bench.run(images, ["optimized"], overrides={"n_mels": 40}, progress=False)
-    with pytest.raises(ValueError, match=r"features=FeatureConfig\(\.\.\.\) but the data is image .*ImageConfig"):
-        bench.run(images, ["optimized"], features=FeatureConfig(), progress=False)
+    with pytest.raises(ValueError, match=r"features=AudioConfig\(\.\.\.\) but the data is image .*ImageConfig"):
+        bench.run(images, ["optimized"], features=AudioConfig(), progress=False)
     manifest = tmp_path / "images.csv"
     paths = sorted(os.path.join(d, f) for d, _, fs in os.walk(images) for f in fs if f.endswith((".jpg", ".png")))
     manifest.write_text("path,label\n" + "".join(f"{p},{os.path.basename(os.path.dirname(p))}\n" for p in paths))

@@ -15,13 +15,14 @@ import pytest
 
 from tests.support import make_corpus
 from tfpipe import bench
-from tfpipe.bench_report import (STAGE_NAMES, BenchResult, RoundStats, StageReport, Turn, VariantResult,
+from tfpipe.bench.report import (STAGE_NAMES, BenchResult, RoundStats, StageReport, Turn, VariantResult,
                                  added_ms, round_stats)
-from tfpipe.config import TOGGLES, FeatureConfig, PipelineConfig
+from tfpipe.config import TOGGLES, PipelineConfig
+from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.errors import DataError
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-FEAT = FeatureConfig(clip_seconds=0.25)
+FEAT = AudioConfig(clip_seconds=0.25)
 
 # The JSON keys users and scripts read; changing them is a schema change (bump SCHEMA_VERSION).
 TOP_KEYS = {"format", "version", "settings", "machine", "variants", "stages", "ops", "wall_s", "phases_s"}
@@ -103,7 +104,7 @@ def test_ops_report_credits_parallel_ops_with_their_cores():
 def test_presets_and_typed_overrides():
     v = bench.parse_variant("optimized")
     assert (v.kind, v.pipeline, v.features, v.changed) == ("pipeline", PipelineConfig.optimized(),
-                                                           FeatureConfig(), ())
+                                                           AudioConfig(), ())
     v = bench.parse_variant("naive:backend=librosa, batch_size=32,fmax=none", FEAT)
     assert v.pipeline == PipelineConfig.naive(batch_size=32)
     assert v.features == dataclasses.replace(FEAT, backend="librosa", fmax=None)
@@ -140,7 +141,7 @@ def test_keras_and_shards_specs():
     ("naive:clip_seconds=long", r"clip_seconds='long': expected a number"),
     ("naive:backend=torch", r"backend='torch': allowed values are tf, librosa"),
     ("optimized:batch_size=0", r"'optimized:batch_size=0': PipelineConfig.batch_size=0: must be >= 1"),
-    ("keras:prefetch=false", r"keras takes only batch_size, seed and FeatureConfig fields, not prefetch"),
+    ("keras:prefetch=false", r"keras takes only batch_size, seed and AudioConfig fields, not prefetch"),
     ("optimized:n_mels", r"'n_mels' is not field=value"),
     ("optimized:nofuse", r"'nofuse' is not field=value"),
 ])
@@ -582,7 +583,7 @@ def test_user_functions_by_spec_and_their_errors(user_file):
         user_fns.call_input_fn(f"{user_file}:dataset_fn", 4)
     with pytest.raises(ValueError, match=r"variant 'keras': with dataset_fn=.* the variants are the presets"):
         bench.parse_variant("keras", dataset_fn="x.py:f")
-    with pytest.raises(ValueError, match=r"n_mels: FeatureConfig field\(s\) do not reach dataset_fn"):
+    with pytest.raises(ValueError, match=r"n_mels: AudioConfig field\(s\) do not reach dataset_fn"):
         bench.parse_variant("optimized:n_mels=40", dataset_fn="x.py:f")
     # A user chain's epoch, for default turns of whole epochs: 18 clips in batches of 4, remainder dropped.
     from tfpipe.bench import worker

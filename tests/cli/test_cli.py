@@ -62,7 +62,7 @@ def test_unknown_subcommand_is_one_line_and_usage():
     (["bench", "--output", "foo"], "tfpipe bench",
      r"--output=foo: value should be one of <log_mel\|waveform> \(--output is the old name of --features\)"),
     (["serve", "bench", "--fmax", "9000"], "tfpipe serve",
-     r"FeatureConfig\.fmax=9000\.0: must be in \(0\.0, 8000\.0\] .*\(from --fmax=9000\.0\)"),
+     r"AudioConfig\.fmax=9000\.0: must be in \(0\.0, 8000\.0\] .*\(from --fmax=9000\.0\)"),
     (["synth", "--output", "x", "extra"], "tfpipe synth", r"unexpected arguments extra"),
     (["synth", "--output", "x", "--domain", "text"], "tfpipe synth", r"--domain=text: allowed values are audio, image"),
     (["synth", "--output", "x", "--domain", "image", "--sample_rate", "8000"], "tfpipe synth",

@@ -9,12 +9,15 @@ import soundfile as sf
 import tensorflow as tf
 
 from tests.support import make_corpus, write_tone
-from tfpipe import audio, sources
-from tfpipe.config import TOGGLES, FeatureConfig, PipelineConfig
+from tfpipe.core import source as sources
+from tfpipe.domains.audio import ops
+from tfpipe.config import TOGGLES, PipelineConfig
+from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.errors import DataError
-from tfpipe.pipeline import build_dataset, dataset_ops
+from tfpipe.core.chain import build_dataset
+from tfpipe.core.graph import dataset_ops
 
-FEAT = FeatureConfig(clip_seconds=0.25)  # the corpus clips are 0.25 s: 26 frames x 64 mels
+FEAT = AudioConfig(clip_seconds=0.25)  # the corpus clips are 0.25 s: 26 frames x 64 mels
 OPT = PipelineConfig.optimized(batch_size=5, seed=7)
 NAIVE = PipelineConfig.naive(batch_size=5, seed=7)
 
@@ -30,7 +33,7 @@ def _reference(src, features=FEAT):
     for path in src.paths:
         wave, _ = sf.read(path, dtype="float32")
         wave = np.pad(wave[:features.num_samples], (0, max(0, features.num_samples - wave.size)))
-        out.append(audio.log_mel_librosa(wave, features))
+        out.append(ops.log_mel_librosa(wave, features))
     return np.stack(out)
 
 
@@ -40,7 +43,7 @@ def _key(example):
 
 
 def test_eval_yields_every_file_once_in_order_with_partial_last_batch(corpus):
-    src = sources.find_examples(corpus)
+    src = sources.find(corpus)
     batches = _eval(corpus)
     assert [len(labels) for _, labels in batches] == [5, 5, 2]  # 12 files, last partial batch kept
     got = np.concatenate([f["log_mel"] for f, _ in batches])

@@ -13,7 +13,7 @@ import tfpipe
 from tests.support import make_corpus, write_tone
 from tfpipe.estimator import make_input_fn
 
-FEAT = tfpipe.FeatureConfig(clip_seconds=0.25)
+FEAT = tfpipe.AudioConfig(clip_seconds=0.25)
 PIPE = tfpipe.PipelineConfig.optimized(batch_size=5, seed=7, deterministic=True)
 
 
@@ -33,7 +33,7 @@ def data(tmp_path_factory):
 
 
 def _user_files(root):
-    source = tfpipe.find_examples(root)
+    source = tfpipe.find(root)
 
     def read(path, label):
         return {"wave": tf.audio.decode_wav(tf.io.read_file(path)).audio[:, 0]}, label
@@ -136,7 +136,7 @@ os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import tfpipe
 data, snap, n_mels, stop_after = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 pipe = tfpipe.PipelineConfig.optimized(batch_size=2, cache="snapshot:" + snap, vectorize=False)
-ds = tfpipe.build_dataset(data, "eval", pipe, tfpipe.FeatureConfig(clip_seconds=0.25, n_mels=n_mels))
+ds = tfpipe.build_dataset(data, "eval", pipe, tfpipe.AudioConfig(clip_seconds=0.25, n_mels=n_mels))
 for i, (features, labels) in enumerate(ds):
     log_mel = features["log_mel"].numpy()
     print(log_mel.shape[-1], round(float(log_mel.mean()), 1), *labels.numpy().tolist(), flush=True)
@@ -166,7 +166,7 @@ def test_snapshot_cache_survives_a_restart_and_never_serves_a_partial_pass(tmp_p
     assert _snapshot_run(tmp_path, data, snap, stop_after=1)[2] == [0, 0]  # killed after one batch
     bands, loud, labels = _snapshot_run(tmp_path, data, snap)
     assert labels == [0, 0, 1, 1, 2, 2]  # the partial pass was not used: a whole epoch
-    for path in tfpipe.find_examples(data).paths:  # same names and lengths, now silent
+    for path in tfpipe.find(data).paths:  # same names and lengths, now silent
         write_tone(path, 1, amplitude=0.0)
     assert _snapshot_run(tmp_path, data, snap) == (bands, loud, labels)  # read back from the snapshot
     assert _snapshot_run(tmp_path, data, str(tmp_path / "fresh"))[1] != loud  # the files really changed

@@ -9,15 +9,16 @@ import pytest
 import soundfile as sf
 
 from tests.support import make_corpus, write_tone
-from tfpipe import sources
-from tfpipe.config import FeatureConfig
+from tfpipe.core import source as sources
+from tfpipe.domains.audio import scan
+from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.errors import DataError
 
 
 def test_folder_classes_are_sorted_subfolders(tmp_path):
     root = make_corpus(tmp_path / "d", classes=("zebra", "ant", "mole"), per_class=2)
     os.makedirs(tmp_path / "d" / "empty")  # still a class: dropping it would shift zebra's id
-    src = sources.find_examples(root)
+    src = sources.find(root)
     assert src.kind == "wav" and src.class_names == ("ant", "empty", "mole", "zebra")
     assert len(src.paths) == 6 and src.num_examples == 6
     for path, label in zip(src.paths, src.labels):
@@ -28,7 +29,7 @@ def test_csv_manifest_resolves_relative_paths_against_its_folder(tmp_path):
     make_corpus(tmp_path / "audio", classes=("a", "b"), per_class=2)
     manifest = tmp_path / "audio" / "list.csv"
     manifest.write_text("path,label\na/a000.wav,yes\nb/b001.wav,no\na/a001.wav,yes\n")
-    src = sources.find_examples(str(manifest))
+    src = sources.find(str(manifest))
     assert src.class_names == ("no", "yes")
     assert [os.path.relpath(p, tmp_path / "audio") for p in src.paths] == ["b/b001.wav", "a/a000.wav", "a/a001.wav"]
     assert src.labels == (0, 1, 1)
@@ -45,22 +46,22 @@ def test_bad_csv_manifests_are_clear_errors(tmp_path, text, error, message):
     manifest = tmp_path / "m.csv"
     manifest.write_text(text)
     with pytest.raises(error, match=message):
-        sources.find_examples(str(manifest))
+        sources.find(str(manifest))
 
 
 def test_bad_folders_are_clear_errors(tmp_path):
     os.makedirs(tmp_path / "empty")
     with pytest.raises(ValueError, match=r"no [.a-z, ]*\.wav[.a-z, ]* files found"):  # order: plug-in import order
-        sources.find_examples(str(tmp_path / "empty"))
+        sources.find(str(tmp_path / "empty"))
     one = make_corpus(tmp_path / "one", classes=("only",), per_class=2)
     with pytest.raises(ValueError, match=r"only one class \('only'\); a classifier needs at least two"):
-        sources.find_examples(one)
+        sources.find(one)
     stray = make_corpus(tmp_path / "stray", classes=("a", "b"), per_class=1)
     write_tone(os.path.join(stray, "loose.wav"), 100)
     with pytest.raises(ValueError, match=r"loose\.wav is not inside a class folder"):
-        sources.find_examples(stray)
+        sources.find(stray)
     with pytest.raises(ValueError, match=r"no such file or folder"):
-        sources.find_examples(str(tmp_path / "nope"))
+        sources.find(str(tmp_path / "nope"))
 
 
 def test_shard_folder_is_recognized_by_its_index(tmp_path):
@@ -68,20 +69,20 @@ def test_shard_folder_is_recognized_by_its_index(tmp_path):
     (tmp_path / "tfpipe.json").write_text(json.dumps({
         "format": "tfpipe-shards", "version": 1, "num_examples": 3, "class_names": ["a", "b"],
         "shards": [{"file": "train-00000-of-00001.tfrecord", "num_examples": 3}]}))
-    src = sources.find_examples(str(tmp_path))
+    src = sources.find(str(tmp_path))
     assert src.kind == "shards" and src.num_examples == 3 and src.class_names == ("a", "b")
     os.remove(tmp_path / "train-00000-of-00001.tfrecord")
     with pytest.raises(DataError, match=r"1 shard files .* missing.*rerun the same tfpipe prepare"):
-        sources.find_examples(str(tmp_path))
+        sources.find(str(tmp_path))
 
 
 def test_holdout_split_is_stable_disjoint_and_complete(tmp_path):
-    src = sources.find_examples(make_corpus(tmp_path / "d", classes=("a", "b"), per_class=30))
+    src = sources.find(make_corpus(tmp_path / "d", classes=("a", "b"), per_class=30))
     train, held = src.split(0.2)
     assert set(train.paths).isdisjoint(held.paths)
     assert sorted(train.paths + held.paths) == sorted(src.paths)
     assert 3 <= len(held.paths) <= 21 and train.class_names == src.class_names
-    again_train, again_held = sources.find_examples(str(tmp_path / "d")).split(0.2)
+    again_train, again_held = sources.find(str(tmp_path / "d")).split(0.2)
     assert again_held.paths == held.paths  # by path hash: never moves between runs
     for path, label in zip(held.paths, held.labels):
         assert src.labels[src.paths.index(path)] == label
@@ -122,7 +123,7 @@ def test_unreadable_wavs_fail_up_front_naming_file_found_and_fix(tmp_path, kind,
         open(path, "wb").write(content)
     good = write_tone(str(tmp_path / "a" / "good.wav"), 440)
     with pytest.raises(DataError) as e:
-        sources.scan_wavs([good, path], FeatureConfig())
+        scan.scan_wavs([good, path], AudioConfig())
     message = str(e.value)
     assert f"{path}: " in message and "good.wav" not in message
     assert "1 of 2 wav files" in message
@@ -136,8 +137,8 @@ def test_unreadable_wavs_fail_up_front_naming_file_found_and_fix(tmp_path, kind,
 def test_wavs_all_at_another_rate_get_the_one_flag_fix(tmp_path):
     paths = [write_tone(str(tmp_path / "a" / f"{i}.wav"), 440 + 10 * i, sample_rate=22050) for i in range(3)]
     with pytest.raises(DataError, match=r"every file is 16-bit PCM mono at 22050 Hz: pass --sample_rate 22050"):
-        sources.scan_wavs(paths, FeatureConfig())
-    assert len(sources.scan_wavs(paths, FeatureConfig(sample_rate=22050)).offsets) == 3
+        scan.scan_wavs(paths, AudioConfig())
+    assert len(scan.scan_wavs(paths, AudioConfig(sample_rate=22050)).offsets) == 3
 
 
 def test_truncated_wav_and_fifo_are_refused_online_not_padded_or_hung(tmp_path):
@@ -148,7 +149,7 @@ def test_truncated_wav_and_fifo_are_refused_online_not_padded_or_hung(tmp_path):
     fifo = str(tmp_path / "a" / "pipe.wav")
     os.mkfifo(fifo)
     with pytest.raises(DataError) as e:
-        sources.scan_wavs([good, cut, fifo], FeatureConfig())
+        scan.scan_wavs([good, cut, fifo], AudioConfig())
     assert re.search(r"cut.wav: truncated: the header promises \d+ bytes of samples but the file holds 1956", str(e.value))
     assert "pipe.wav: not a regular file" in str(e.value)
 
@@ -156,13 +157,13 @@ def test_truncated_wav_and_fifo_are_refused_online_not_padded_or_hung(tmp_path):
 def test_csv_with_bom_is_read_and_broken_csvs_name_the_problem(tmp_path):
     make_corpus(tmp_path, classes=("a", "b"), per_class=1)
     (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbfpath,label\na/a000.wav,x\nb/b000.wav,y\n")
-    assert sources.find_examples(str(tmp_path / "bom.csv")).class_names == ("x", "y")
+    assert sources.find(str(tmp_path / "bom.csv")).class_names == ("x", "y")
     (tmp_path / "latin.csv").write_bytes("path,label\na/a000.wav,caf\xe9\nb/b000.wav,y\n".encode("latin-1"))
     with pytest.raises(DataError, match=r"latin.csv: not UTF-8 text \(byte 0xe9 at offset \d+\); save the manifest as UTF-8"):
-        sources.find_examples(str(tmp_path / "latin.csv"))
+        sources.find(str(tmp_path / "latin.csv"))
     (tmp_path / "short.csv").write_text("path,label\na/a000.wav,x\nb/b000.wav\n")
     with pytest.raises(DataError, match=r"short.csv: 1 rows lack a path or a label \(lines 3\)"):
-        sources.find_examples(str(tmp_path / "short.csv"))
+        sources.find(str(tmp_path / "short.csv"))
 
 
 def test_an_empty_class_folder_keeps_its_label_id(tmp_path):
@@ -170,6 +171,6 @@ def test_an_empty_class_folder_keeps_its_label_id(tmp_path):
     make_corpus(tmp_path / "eval", classes=("a", "c"), per_class=1)
     os.makedirs(tmp_path / "eval" / "b")  # no eval files for b: c must still be label 2
     os.makedirs(tmp_path / "eval" / ".ipynb_checkpoints")  # hidden folders are not classes
-    train, held = (sources.find_examples(str(tmp_path / d)) for d in ("train", "eval"))
+    train, held = (sources.find(str(tmp_path / d)) for d in ("train", "eval"))
     assert train.class_names == held.class_names == ("a", "b", "c")
     assert held.labels == (0, 2)

@@ -12,7 +12,7 @@ import tensorflow as tf
 import tfpipe
 from tests.support import write_tone
 from tfpipe.config import TOGGLES, PipelineConfig
-from tfpipe.core.chain import dataset_ops
+from tfpipe.core.graph import dataset_ops
 
 OPT = PipelineConfig.optimized(batch_size=4, seed=3)
 NAIVE = PipelineConfig.naive(batch_size=4, seed=3)
@@ -161,7 +161,7 @@ def test_make_input_fn_takes_the_same_functions(files):
 def test_paths_list_globs_and_unknown_files_are_clear(files, tmp_path):
     predict = list(tfpipe.build_dataset(files[0], "predict", OPT, read=_read_wav, process=_post_process))
     assert sum(len(f["wav"]) for f in predict) == 10
-    source = tfpipe.find_examples(str(tmp_path / "clip*.wav"))
+    source = tfpipe.find(str(tmp_path / "clip*.wav"))
     assert len(source.paths) == 10 and source.kind == "wav"
     (tmp_path / "notes.xyz").write_text("x")
     with pytest.raises(ValueError, match=r"no built-in domain reads these files .* pass read= and process="):

@@ -16,12 +16,12 @@ import tensorflow as tf
 from tests.support import make_corpus, write_tone
 from estimator_demo import data as demo_data
 from estimator_demo import hooks, model
-from tfpipe import audio, synthetic
-from tfpipe.config import FeatureConfig
+from tfpipe.domains.audio import ops, synthetic
+from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.estimator import serving_input_receiver_fn
 
 from tests.support import ROOT
-SMALL = FeatureConfig(clip_seconds=0.25, n_mels=16)  # [26 frames, 16 bands]
+SMALL = AudioConfig(clip_seconds=0.25, n_mels=16)  # [26 frames, 16 bands]
 CLASSES = ("low", "high")
 TRAIN, EVAL, PREDICT = tf.estimator.ModeKeys.TRAIN, tf.estimator.ModeKeys.EVAL, tf.estimator.ModeKeys.PREDICT
 
@@ -141,8 +141,8 @@ def test_input_wait_hook_sees_a_slow_input_pipeline():
 
 def test_serving_receiver_applies_the_pipeline_feature_code():
     waves = np.random.default_rng(1).normal(0, 0.1, (2, 3000)).astype(np.float32)  # shorter than a clip
-    expected = audio.log_mel(audio.fix_length(tf.constant(waves), SMALL.num_samples), SMALL).numpy()
-    for features in (SMALL, FeatureConfig(clip_seconds=0.25, n_mels=16, backend="librosa")):
+    expected = ops.log_mel(ops.fix_length(tf.constant(waves), SMALL.num_samples), SMALL).numpy()
+    for features in (SMALL, AudioConfig(clip_seconds=0.25, n_mels=16, backend="librosa")):
         with tf.Graph().as_default():
             receiver = serving_input_receiver_fn(features)()
             assert set(receiver.receiver_tensors) == {"waveform"}

@@ -17,12 +17,13 @@ import pytest
 import tensorflow as tf
 
 import tfpipe
+from tfpipe.domains.audio import offline
 from tfpipe.storage import verify
 from tfpipe.storage.index import sha256_file
 
 from tests.support import make_corpus, start_slow_writer
 
-FEAT = tfpipe.FeatureConfig(clip_seconds=0.25)
+FEAT = tfpipe.AudioConfig(clip_seconds=0.25)
 FORMATS = ["tfrecord-block", "tfrecord-example"]
 _DTYPES = ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
            "uint64", "bool"]
@@ -132,8 +133,8 @@ def test_block_shards_read_the_same_examples_as_one_example_records(tmp_path):
 def _legacy_v1_folder(root, corpus):
     """A folder as tfpipe 0.1 wrote it: format tfpipe-shards v1, sidecar-free, one example per record."""
     os.makedirs(root)
-    source = tfpipe.sources.find_examples(corpus)
-    waves = [np.asarray(tfpipe.shard_writer.load_clip(p, FEAT)) for p in source.paths]
+    source = tfpipe.find(corpus)
+    waves = [np.asarray(offline.load_clip(p, FEAT)) for p in source.paths]
     shards = []
     for s, part in enumerate([(0, 6), (6, 12)]):
         name = f"train-{s:05d}-of-00002.tfrecord"

@@ -16,12 +16,15 @@ import soundfile as sf
 import tensorflow as tf
 
 import tfpipe
-from tfpipe import shards
-from tfpipe.pipeline import dataset_ops
+from tfpipe import compat
+from tfpipe.core.graph import dataset_ops
+from tfpipe.storage import index as index_lib
+from tfpipe.storage.shard_job import PATH_KEY
+from tfpipe.storage.verify import verify_shards
 
 from tests.support import make_corpus, start_slow_writer
 
-FEAT = tfpipe.FeatureConfig(clip_seconds=0.25)
+FEAT = tfpipe.AudioConfig(clip_seconds=0.25)
 LOG_MEL_F16_TOL = 0.01  # float16 keeps 11 bits: |log-mel| <= 16 rounds by at most 2**-8
 
 
@@ -53,7 +56,7 @@ def _stored_paths(shard_dir):
     for f in sorted(glob.glob(os.path.join(shard_dir, "*.tfrecord"))):
         for record in tf.data.TFRecordDataset(f):
             example = tf.train.Example.FromString(record.numpy())
-            paths += [p.decode() for p in example.features.feature[shards.PATH_KEY].bytes_list.value]
+            paths += [p.decode() for p in example.features.feature[PATH_KEY].bytes_list.value]
     return paths
 
 
@@ -139,7 +142,7 @@ def test_features_other_than_stored_fail_naming_the_field(corpus, tmp_path):
 def test_shards_default_to_the_features_they_were_written_with(corpus, tmp_path):
     written = dataclasses.replace(FEAT, n_mels=32, hop_length=200)
     _write(corpus, tmp_path / "shards", features=written)
-    ds = tfpipe.build_dataset(tmp_path / "shards", "eval")  # no FeatureConfig: the index's is used
+    ds = tfpipe.build_dataset(tmp_path / "shards", "eval")  # no AudioConfig: the index's is used
     assert ds.element_spec[0]["log_mel"].shape.as_list() == [None, written.num_frames, 32]
 
 
@@ -174,7 +177,7 @@ def test_killed_run_leaves_no_half_shard_and_rerun_ends_identical(tmp_path, fmt)
     shard_files = glob.glob(str(out / "train-*"))  # the reader's glob: shards only, every one whole
     assert [os.path.basename(p) for p in shard_files] == ["train-00000-of-00006.tfrecord"]
     for path in shard_files:
-        assert shards.sha256_file(path) == by_file[os.path.basename(path)]
+        assert index_lib.sha256_file(path) == by_file[os.path.basename(path)]
     first = out / "train-00000-of-00006.tfrecord"
     before = os.stat(first)
 
@@ -184,7 +187,7 @@ def test_killed_run_leaves_no_half_shard_and_rerun_ends_identical(tmp_path, fmt)
     after = os.stat(first)
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)  # not rewritten
     assert sorted(os.listdir(out)) == sorted([s["file"] for s in reference["shards"]] + ["tfpipe.json"])
-    assert [c.problem for c in shards.verify_shards(str(out))] == [""] * 6
+    assert [c.problem for c in verify_shards(str(out))] == [""] * 6
 
 
 def test_interrupted_rerun_with_another_seed_never_reads_wrong_data(tmp_path):
@@ -356,7 +359,7 @@ def test_hand_run_multi_host_mode_is_retired_with_the_beam_replacement_named(cor
     with pytest.raises(ValueError, match=r"multi-host mode is retired.*runner='beam'"):
         _write(corpus, tmp_path / "multi", num_shards=4, worker_index=1, num_hosts=2)
     with pytest.raises(tfpipe.DataError, match=r"retired.*--runner=beam"):
-        shards.merge_index(str(tmp_path / "multi"))
+        compat.merge_index(str(tmp_path / "multi"))
     done = _cli("prepare", "--input", corpus, "--output", str(tmp_path / "m"), "--num_hosts", "2")
     assert done.returncode == 1 and "--runner=beam" in done.stderr and "Traceback" not in done.stderr
 

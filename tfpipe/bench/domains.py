@@ -14,7 +14,8 @@ import importlib
 import importlib.util
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from tfpipe.config import FeatureConfig, PipelineConfig
+from tfpipe.config import PipelineConfig
+from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.errors import DataError
 
 _PIPELINE_FIELDS = {f.name for f in dataclasses.fields(PipelineConfig)}
@@ -96,7 +97,7 @@ def base_features(domain: Any, features: Any, overrides: Optional[Mapping[str, A
       ValueError: `features` or an override belongs to another domain's config, naming the right one.
     """
     if domain is None:
-        base = features if features is not None else FeatureConfig()
+        base = features if features is not None else AudioConfig()
     else:
         base = domain.config(features)  # ValueError: another domain's config
     names = {f.name for f in dataclasses.fields(base)}

@@ -44,13 +44,13 @@ import tempfile
 import time
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
-from tfpipe import sources
+from tfpipe.core import source as sources
 from tfpipe.bench import domains as bench_domains
 from tfpipe.bench import user_fns
 from tfpipe.bench import worker as bench_worker
 from tfpipe.bench.report import BenchResult, PrepareResult, StageReport, Turn, VariantResult, round_stats
 from tfpipe.bench.variants import DEFAULT_VARIANTS, USER_KINDS, Variant, resolve_variants, with_cores
-from tfpipe.config import FeatureConfig
+from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.errors import DataError
 
 MAX_EPOCH_BATCHES = 50  # cap on the default turn of one epoch, so a big corpus still finishes in minutes
@@ -128,7 +128,7 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
         lasted this long (fast variants are timed in steady state, not waking up).
       repeats: rounds.
       warmup: untimed batches after the first one.
-      features: the domain config the variants start from (FeatureConfig for wavs, ImageConfig
+      features: the domain config the variants start from (AudioConfig for wavs, ImageConfig
         for images; default: the domain's default).
       overrides: typed PipelineConfig and domain config field values applied to every variant.
       stages: also measure the single-thread rate of each stage of the data's domain chain
@@ -154,7 +154,7 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
     input_specs = [user_fns.fn_spec(f) for f in input_fns]
     if variants is None:
         variants = () if input_specs and not fn else DEFAULT_VARIANTS
-    source = sources.find_examples(data) if data is not None else None
+    source = sources.find(data) if data is not None else None
     domain = bench_domains.of_data(source, shards)
     features = bench_domains.base_features(domain, features, overrides, data)
     chosen = resolve_variants(variants, features, overrides, ablation, baseline, dataset_fn=fn,
@@ -288,7 +288,7 @@ def _check_sources(chosen: Sequence[Variant], source: Optional[sources.Source], 
         if not shards:
             raise ValueError("the shards variants read a shard folder: pass --shards DIR "
                              "(write one with `tfpipe prepare`)")
-        shard_source = sources.find_examples(shards)
+        shard_source = sources.find(shards)
         if shard_source.kind != "shards":
             raise ValueError(f"--shards {shards}: not a shard folder (no {sources.INDEX_NAME}); "
                              f"write one with `tfpipe prepare`")
@@ -304,7 +304,7 @@ def _check_sources(chosen: Sequence[Variant], source: Optional[sources.Source], 
 
 
 def run_prepare(data: Union[str, os.PathLike], workers: Sequence[int] = (1, 2), *, repeats: int = 3,
-                num_shards: int = 8, features: Optional[FeatureConfig] = None, store: str = "log_mel",
+                num_shards: int = 8, features: Optional[AudioConfig] = None, store: str = "log_mel",
                 progress: bool = True) -> PrepareResult:
     """Times `tfpipe.write_shards` for each worker count, alternating, after one untimed run.
 
@@ -315,7 +315,7 @@ def run_prepare(data: Union[str, os.PathLike], workers: Sequence[int] = (1, 2), 
       workers: worker counts to compare (0: in this process); the first is the speedup's reference.
       repeats: timed runs per worker count.
       num_shards: shards written each run.
-      features: FeatureConfig for write_shards.
+      features: AudioConfig for write_shards.
       store: "log_mel" or "waveform".
       progress: show a progress line on stderr.
 
@@ -328,7 +328,7 @@ def run_prepare(data: Union[str, os.PathLike], workers: Sequence[int] = (1, 2), 
     if not workers or min(workers) < 0 or repeats < 1:
         raise ValueError(f"workers={list(workers)}, repeats={repeats}: need worker counts >= 0 "
                          f"(0: in this process) and repeats >= 1")
-    features = features or FeatureConfig()
+    features = features or AudioConfig()
     seconds: dict[int, list[float]] = {w: [] for w in workers}
     writing: dict[int, list[float]] = {w: [] for w in workers}
     bar = _progress(1 + repeats * len(workers), progress)

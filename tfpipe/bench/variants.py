@@ -5,7 +5,7 @@ the Keras recipe (`keras`), a user's own dataset_fn given the variant's Pipeline
 (`dataset_fn`), or a user's plain Estimator input_fn (`input_fn`).
 
 A spec's fields are PipelineConfig fields and the fields of the data's domain config:
-the `features` a spec starts from decides which (FeatureConfig for wavs, ImageConfig
+the `features` a spec starts from decides which (AudioConfig for wavs, ImageConfig
 for images, ...). Parsing only reads dataclass fields; nothing here runs TensorFlow.
 """
 
@@ -14,7 +14,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from tfpipe.config import PRESETS, TOGGLES, FeatureConfig, PipelineConfig, field_type
+from tfpipe.config import PRESETS, TOGGLES, PipelineConfig, field_type
+from tfpipe.domains.audio.config import AudioConfig
 
 BASES = ("optimized", "naive", "keras", "shards")
 DEFAULT_VARIANTS = ("naive", "optimized")
@@ -23,7 +24,7 @@ DEFAULT_VARIANTS = ("naive", "optimized")
 ABLATION_CONFIG_FIELDS = ("backend",)
 
 _PIPELINE_FIELDS = {f.name: f for f in dataclasses.fields(PipelineConfig)}
-_FEATURE_FIELDS = {f.name: f for f in dataclasses.fields(FeatureConfig)}  # the audio default's, kept for callers
+_FEATURE_FIELDS = {f.name: f for f in dataclasses.fields(AudioConfig)}  # the audio default's, kept for callers
 _FIELDS = {**_PIPELINE_FIELDS, **_FEATURE_FIELDS}
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 USER_KINDS = ("dataset_fn", "input_fn")  # the user's own functions build the dataset
@@ -41,7 +42,7 @@ class Variant:
         "dataset_fn" (the user's function given `pipeline`) or "input_fn" (the user's
         Estimator input_fn, given params={"batch_size": pipeline.batch_size}).
       pipeline: its PipelineConfig (keras uses only batch_size and seed, input_fn only batch_size).
-      features: its domain config, e.g. FeatureConfig or ImageConfig (unused by the user kinds).
+      features: its domain config, e.g. AudioConfig or ImageConfig (unused by the user kinds).
       changed: the fields its spec set.
       reference: the variant its ratio compares to ("": the run's baseline).
       fn: "MODULE:FUNCTION" or "FILE.py:FUNCTION" of the user's function (user kinds only).
@@ -79,8 +80,8 @@ class Variant:
 
 
 def spec_fields(config_class: Optional[type] = None) -> dict[str, dataclasses.Field]:
-    """Fields a spec may set: PipelineConfig's, then those of the domain config class (default FeatureConfig)."""
-    return {**_PIPELINE_FIELDS, **{f.name: f for f in dataclasses.fields(config_class or FeatureConfig)}}
+    """Fields a spec may set: PipelineConfig's, then those of the domain config class (default AudioConfig)."""
+    return {**_PIPELINE_FIELDS, **{f.name: f for f in dataclasses.fields(config_class or AudioConfig)}}
 
 
 def parse_value(field: str, text: str, config_class: Optional[type] = None) -> Any:
@@ -89,7 +90,7 @@ def parse_value(field: str, text: str, config_class: Optional[type] = None) -> A
     Args:
       field: the field's name.
       text: the value as typed.
-      config_class: the domain config whose fields are allowed (default FeatureConfig).
+      config_class: the domain config whose fields are allowed (default AudioConfig).
 
     Raises:
       ValueError: unknown field (naming the allowed ones) or a value of the wrong type.
@@ -145,13 +146,13 @@ def parse_variant(spec: str, features: Any = None, overrides: Optional[Mapping[s
     write; takes batch_size, seed and the domain config's fields) or `shards` (the shard
     folder, optimized preset; `shards:naive,...` for the naive one). Fields are
     PipelineConfig fields and the fields of `features`' class, e.g. `optimized:fuse_maps=false`,
-    `naive:backend=librosa`, `optimized:batch_size=32,n_mels=40` (FeatureConfig),
+    `naive:backend=librosa`, `optimized:batch_size=32,n_mels=40` (AudioConfig),
     `optimized:dtype=uint8,height=96` (ImageConfig).
 
     Args:
       spec: the spec.
-      features: the domain config (FeatureConfig, ImageConfig, ...) the spec's feature
-        fields start from; its class decides which feature fields exist. Default FeatureConfig().
+      features: the domain config (AudioConfig, ImageConfig, ...) the spec's feature
+        fields start from; its class decides which feature fields exist. Default AudioConfig().
       overrides: typed field values applied to every variant before its own.
       dataset_fn: "MODULE:FUNCTION" of a user's dataset_fn: the variant is its PipelineConfig
         handed to that function (presets and PipelineConfig fields only).
@@ -159,7 +160,7 @@ def parse_variant(spec: str, features: Any = None, overrides: Optional[Mapping[s
     Raises:
       ValueError: unknown name or field, or a bad value, naming the allowed ones.
     """
-    features = FeatureConfig() if features is None else features
+    features = AudioConfig() if features is None else features
     config_class = type(features)
     feature_names = [f.name for f in dataclasses.fields(config_class)]
     fields = spec_fields(config_class)
@@ -207,7 +208,7 @@ def input_fn_variant(spec: str, batch_size: int) -> Variant:
     spec = spec.strip()
     if ":" not in spec:
         raise ValueError(f"input_fn {spec!r}: expected MODULE:FUNCTION or FILE.py:FUNCTION")
-    return Variant(spec, "input_fn", PipelineConfig.optimized(batch_size=batch_size), FeatureConfig(), fn=spec)
+    return Variant(spec, "input_fn", PipelineConfig.optimized(batch_size=batch_size), AudioConfig(), fn=spec)
 
 
 def split_variants(text: str) -> list[str]:
@@ -244,7 +245,7 @@ def ablation_variants(features: Any = None,
 
     From optimized, flipping a toggle gives its naive value (prefetch_to_device, off in
     both presets, is switched on); from naive, it switches the optimization on. The
-    domain config's implementation switches (ABLATION_CONFIG_FIELDS, e.g. FeatureConfig's
+    domain config's implementation switches (ABLATION_CONFIG_FIELDS, e.g. AudioConfig's
     backend) are flipped too, where it has them. With a dataset_fn the toggles are
     flipped in the PipelineConfig handed to it (no config fields).
     """

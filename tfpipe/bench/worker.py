@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 from tfpipe.bench import domains as bench_domains
 from tfpipe.bench import ops as bench_ops
 from tfpipe.bench import user_fns
-from tfpipe.bench.ops import one_thread_rate  # noqa: F401  (old home: tfpipe.bench_worker.one_thread_rate)
+from tfpipe.bench.ops import one_thread_rate  # noqa: F401
 from tfpipe.errors import DataError
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 SETTLE_BATCHES = 1  # untimed at the start of every turn: the one whose making spans the pause
 FREEZE = hasattr(signal, "SIGSTOP")
 # Imported once by the fork server; each worker forks from it instead of importing TensorFlow anew.
-PRELOAD = ["tensorflow", "tfpipe.pipeline", "tfpipe.bench.worker"]
+PRELOAD = ["tensorflow", "tfpipe.core.chain", "tfpipe.bench.worker"]
 
 
 def context() -> Any:

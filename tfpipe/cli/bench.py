@@ -19,12 +19,13 @@ _BENCH_CORPUS_PER_CLASS = 250  # x 8 synthetic classes = 2000 clips when --data 
 
 def define_bench() -> None:
     from tfpipe import flags as tfpipe_flags
-    from tfpipe.config import FeatureConfig, PipelineConfig
+    from tfpipe.config import PipelineConfig
+    from tfpipe.domains.audio.config import AudioConfig
     from tfpipe.domains.image.config import ImageConfig
 
     flags.DEFINE_string("data", None, "Folder with one subfolder per class (wav files or JPEG/PNG images), CSV "
                         "manifest or shard folder; the files' domain decides which feature fields apply "
-                        "(FeatureConfig for wavs, ImageConfig for images). "
+                        "(AudioConfig for wavs, ImageConfig for images). "
                         "Unset: a temporary synthetic corpus of 2000 one-second clips.")
     flags.DEFINE_string("shards", None, "Shard folder the `shards` variants read (write one with tfpipe prepare).")
     flags.DEFINE_string("dataset_fn", None, "Time your own pipeline: MODULE:FUNCTION or FILE.py:FUNCTION, where "
@@ -77,7 +78,7 @@ def define_bench() -> None:
     flags.DEFINE_enum("store", "log_mel", ["log_mel", "waveform"], "--prepare: what the shards store.")
     # Field flags set a common base for every variant; a variant's own :field=value wins. Each
     # domain config's flags are defined (their names do not clash); the data's domain uses its own.
-    for config in (PipelineConfig, FeatureConfig, ImageConfig):
+    for config in (PipelineConfig, AudioConfig, ImageConfig):
         tfpipe_flags.define_config_flags(config, FLAGS)
 
 
@@ -87,7 +88,8 @@ def run_bench(argv: Sequence[str]) -> None:
 
     from tfpipe import bench
     from tfpipe import flags as tfpipe_flags
-    from tfpipe.config import FeatureConfig, PipelineConfig
+    from tfpipe.config import PipelineConfig
+    from tfpipe.domains.audio.config import AudioConfig
     from tfpipe.domains.image.config import ImageConfig
     from tfpipe.errors import DataError
 
@@ -106,14 +108,14 @@ def run_bench(argv: Sequence[str]) -> None:
                 if FLAGS.dataset_fn or not FLAGS.input_fn or FLAGS["variants"].present else [])
     needs_data = FLAGS.prepare or (not FLAGS.dataset_fn and bool(variants))
     # Every set field flag of every config; the engine refuses those the data's domain lacks.
-    overrides = {k: v for config in (PipelineConfig, FeatureConfig, ImageConfig)
+    overrides = {k: v for config in (PipelineConfig, AudioConfig, ImageConfig)
                  for k, v in tfpipe_flags.set_fields(config).items()}
     try:
         features = tfpipe_flags.feature_config()
         with contextlib.ExitStack() as stack:
             data = FLAGS.data
             if data is None and needs_data:
-                from tfpipe import synthetic
+                from tfpipe.domains.audio import synthetic
 
                 data = stack.enter_context(tempfile.TemporaryDirectory(prefix="tfpipe-bench-corpus-"))
                 print(f"no --data: writing a temporary synthetic corpus ({_BENCH_CORPUS_PER_CLASS} clips x "

@@ -106,7 +106,7 @@ _RETIRED = ("worker_index", "num_hosts", "merge")  # the hand-run multi-host mod
 
 def define_prepare() -> None:
     from tfpipe import flags as tfpipe_flags
-    from tfpipe.config import FeatureConfig
+    from tfpipe.domains.audio.config import AudioConfig
 
     flags.DEFINE_string("input", None, "Wav folder (one subfolder per class) or CSV manifest (path,label).")
     flags.DEFINE_string("output", None, "Shard folder to write (a rerun finishes an interrupted one).",
@@ -137,7 +137,7 @@ def define_prepare() -> None:
     flags.DEFINE_integer("num_hosts", 1, "Retired (hand-run multi-host mode): use --runner=beam.",
                          lower_bound=1)
     flags.DEFINE_boolean("merge", False, "Retired (hand-run multi-host mode): use --runner=beam.")
-    tfpipe_flags.define_config_flags(FeatureConfig, FLAGS, exclude=("output",))  # --output is the folder
+    tfpipe_flags.define_config_flags(AudioConfig, FLAGS, exclude=("output",))  # --output is the folder
     from tfpipe.domains.image.config import ImageConfig  # --dtype is the storage dtype here
 
     tfpipe_flags.define_config_flags(ImageConfig, FLAGS, exclude=_IMAGE_FLAGS_TAKEN)
@@ -169,7 +169,7 @@ def run_prepare(argv: Sequence[str]) -> None:
         domain = source.domain or "audio"
         if domain == "image":
             features = ImageConfig(**tfpipe_flags.set_fields(ImageConfig, exclude=_IMAGE_FLAGS_TAKEN))
-        else:  # --output is the folder here (FeatureConfig.output is --store): not a feature field
+        else:  # --output is the folder here (AudioConfig.output is --store): not a feature field
             features = tfpipe_flags.feature_config(exclude=("output",))
         store = FLAGS.store or get_domain(domain).stores()[0]
         index, stats = writer.write_shards_with_stats(
@@ -293,7 +293,7 @@ def run_inspect(argv: Sequence[str]) -> None:
 
 def _table(rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:
     """Rows as aligned columns (columns in `right` right-aligned)."""
-    from tfpipe.bench_report import align_table
+    from tfpipe.bench.report import align_table
 
     return "\n".join(align_table(rows, right))
 

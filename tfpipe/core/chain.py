@@ -48,7 +48,7 @@ def build_dataset(data: Any, mode: str = TRAIN, pipeline: Optional[PipelineConfi
         last partial batch kept) or "predict" (as eval, features only); tf.estimator.ModeKeys
         values work too.
       pipeline: which optimizations to apply; default PipelineConfig.optimized().
-      features: the domain's config (FeatureConfig, ImageConfig); default: the domain's
+      features: the domain's config (AudioConfig, ImageConfig); default: the domain's
         default, or for a shard folder the config its index records.
       input_context: from tf.distribute / Estimator; each input pipeline then reads a
         disjoint subset of the files.
@@ -200,13 +200,7 @@ def finish(ds: tf.data.Dataset, mode: str, p: PipelineConfig, *, epochs: Optiona
            resumed: bool = False, allow_device_prefetch: bool = True) -> tf.data.Dataset:
     """The shared tail: repeat (naive order), data service, prefetch, options."""
     train = mode == TRAIN
-    options = tf.data.Options()
-    options.deterministic = not train or p.deterministic
-    # tf.data's default rewrites would quietly undo the toggles: parallelize the
-    # "sequential" maps, fuse map+batch into a parallel op, and inject a prefetch.
-    options.experimental_optimization.map_parallelization = p.parallel_map
-    options.experimental_optimization.map_and_batch_fusion = p.parallel_map
-    options.experimental_optimization.inject_prefetch = p.prefetch
+    options = chain_options(mode, p)
     if train and not p.repeat_before_shuffle and not resumed:
         ds = ds.repeat(epochs)  # the seed's order: batch, then repeat
     if mode == PREDICT:
@@ -220,6 +214,19 @@ def finish(ds: tf.data.Dataset, mode: str, p: PipelineConfig, *, epochs: Optiona
     if p.prefetch_to_device and allow_device_prefetch and tf.config.list_logical_devices("GPU"):
         ds = ds.apply(tf.data.experimental.prefetch_to_device("/gpu:0"))
     return ds.with_options(options)
+
+
+def chain_options(mode: str, p: PipelineConfig) -> tf.data.Options:
+    """The tf.data options of a chain: order kept unless train allows otherwise, and static
+    rewrites that follow the toggles."""
+    options = tf.data.Options()
+    options.deterministic = normalize_mode(mode) != TRAIN or p.deterministic
+    # tf.data's default rewrites would quietly undo the toggles: parallelize the
+    # "sequential" maps, fuse map+batch into a parallel op, and inject a prefetch.
+    options.experimental_optimization.map_parallelization = p.parallel_map
+    options.experimental_optimization.map_and_batch_fusion = p.parallel_map
+    options.experimental_optimization.inject_prefetch = p.prefetch
+    return options
 
 
 def _features_only(features, labels=None):
@@ -239,28 +246,3 @@ def _pick(key: str, mode: str) -> Callable[..., Any]:
 def _op_name(name: str) -> str:
     """A tf.data op name from a stage name ('read+decode' -> 'read_decode')."""
     return re.sub(r"[^A-Za-z0-9_.]", "_", name) or "map"
-
-
-def dataset_ops(ds: tf.data.Dataset) -> list[str]:
-    """The chain's dataset ops from source to output, e.g. ['TensorSliceDataset', ..., 'PrefetchDataset'].
-
-    Read from the dataset's graph, so it shows what tf.data will run, not what was asked.
-    """
-    graph = tf.compat.v1.GraphDef()
-    graph.ParseFromString(ds._as_serialized_graph().numpy())  # pylint: disable=protected-access
-    nodes = {n.name: n for n in graph.node}
-    ops, name = [], _output_node(graph)
-    while name in nodes:
-        node = nodes[name]
-        if "Dataset" in node.op:
-            ops.append(node.op)
-        dataset_inputs = [i.split(":")[0].lstrip("^") for i in node.input]
-        name = next((i for i in dataset_inputs if "Dataset" in nodes.get(i, node).op), None)
-    return ops[::-1]
-
-
-def _output_node(graph: tf.compat.v1.GraphDef) -> str:
-    for node in graph.node:
-        if node.op == "_Retval":
-            return node.input[0].split(":")[0]
-    return graph.node[-1].name

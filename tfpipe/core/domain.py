@@ -53,7 +53,7 @@ class Domain:
     Attributes:
       name: "audio", "image", ...; recorded in shard indexes.
       extensions: lower-case file suffixes that identify the domain's files.
-      config_class: the frozen config dataclass of its features (FeatureConfig, ImageConfig).
+      config_class: the frozen config dataclass of its features (AudioConfig, ImageConfig).
       kind: short name of its file sources (shown by Source.kind, e.g. "wav").
     """
 

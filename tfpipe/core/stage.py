@@ -26,12 +26,15 @@ class Stage:
         `vectorize` it can run once per batch after `batch` (decode, parse, spectrogram).
       python: fn runs Python under the GIL (python_fn / numpy_function); it cannot run
         on the tf.data service and does not scale with threads.
+      random: fn draws random numbers (a random crop, a flip): a cache must sit before it,
+        or every epoch would repeat the first epoch's draws.
     """
 
     name: str
     fn: Callable[..., Any]
     batchable: bool = False
     python: bool = False
+    random: bool = False
 
 
 def compose(*fns: Callable[..., Any]) -> Callable[..., Any]:
@@ -52,7 +55,8 @@ def fuse(stages: Sequence[Stage]) -> Stage:
     if len(stages) == 1:
         return stages[0]
     return Stage("+".join(s.name for s in stages), compose(*(s.fn for s in stages)),
-                 batchable=all(s.batchable for s in stages), python=any(s.python for s in stages))
+                 batchable=all(s.batchable for s in stages), python=any(s.python for s in stages),
+                 random=any(s.random for s in stages))
 
 
 def as_stage(fn: Any, name: str, batchable: bool = False) -> Stage:

@@ -71,7 +71,7 @@ def write_shards(data: Any, out_dir: Any, num_shards: Optional[int] = None, num_
       num_shards: shard files; default min(16, examples), more when shards would exceed 256 MiB.
       num_workers: worker processes, each writing whole shards; 0 writes in this process;
         default: 0 below 10,000 examples, else one per 10,000 up to the usable cores.
-      features: the domain's config (FeatureConfig, ImageConfig); default the domain's default.
+      features: the domain's config (AudioConfig, ImageConfig); default the domain's default.
       store: what a domain stores (audio: "log_mel" or "waveform"); default the domain's first.
       split: shard file name prefix; a folder holds one split.
       seed: planner seed (which example goes to which shard, record order).

@@ -1,4 +1,4 @@
-"""tfpipe.synthetic: a deterministic, valid, learnable corpus; `tfpipe synth`."""
+"""tfpipe.domains.audio.synthetic: a deterministic, valid, learnable corpus; `tfpipe synth`."""
 
 import filecmp
 import os
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from tfpipe import audio, sources, synthetic
-from tfpipe.config import FeatureConfig
+from tfpipe.domains.audio import ops, scan, synthetic
+from tfpipe.domains.audio.config import AudioConfig
 
 
 def _wav_files(root):
@@ -31,7 +31,7 @@ def test_layout_counts_and_pcm16_format(tmp_path):
             ("WAV", "PCM_16", 1, 8000, 4000)
         assert os.path.basename(os.path.dirname(path)) == source.class_names[label]
     # The online pipeline's own header check accepts every file.
-    sources.scan_wavs(source.paths, FeatureConfig(sample_rate=8000, clip_seconds=0.5))
+    scan.scan_wavs(source.paths, AudioConfig(sample_rate=8000, clip_seconds=0.5))
 
 
 def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path):
@@ -121,7 +121,7 @@ def _rule(d):
 def test_each_class_has_its_defining_pattern(tmp_path):
     source = synthetic.write_corpus(tmp_path / "c", per_class=15, progress=False)
     waves = np.stack([sf.read(p, dtype="float32")[0] for p in source.paths])
-    log_mels = audio.log_mel_librosa(waves, FeatureConfig())
+    log_mels = ops.log_mel_librosa(waves, AudioConfig())
     predicted = [_rule(_descriptors(m)) for m in log_mels]
     truth = [source.class_names[label] for label in source.labels]
     accuracy = np.mean([p == t for p, t in zip(predicted, truth)])

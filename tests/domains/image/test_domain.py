@@ -10,7 +10,8 @@ import tensorflow as tf
 
 import tfpipe
 from tests.support import encode, pattern, write
-from tfpipe.config import TOGGLES, FeatureConfig, PipelineConfig
+from tfpipe.config import TOGGLES, PipelineConfig
+from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.core.source import get_domain
 from tfpipe.domains.image import synthetic
 from tfpipe.domains.image.config import ImageConfig
@@ -49,7 +50,7 @@ def _eval(data, pipeline=OPT, features=CONFIG):
 
 def test_an_image_folder_is_found_by_extension_and_yields_image_batches(tmp_path):
     data = numbered_folder(tmp_path / "imgs")
-    source = tfpipe.find_examples(data)
+    source = tfpipe.find(data)
     assert source.kind == "image" and source.class_names == ("c0", "c1", "c2")
     features, labels = next(iter(tfpipe.build_dataset(data, "train", OPT, CONFIG)))
     assert features["image"].shape == (5, 16, 24, 3) and features["image"].dtype == tf.float32
@@ -60,8 +61,8 @@ def test_an_image_folder_is_found_by_extension_and_yields_image_batches(tmp_path
     as_bytes, _ = next(iter(tfpipe.build_dataset(data, "eval", OPT, dataclasses.replace(CONFIG, dtype="uint8"))))
     assert as_bytes["image"].dtype == tf.uint8
     np.testing.assert_allclose(as_bytes["image"].numpy() / 255.0, _eval(data)[0][0]["image"], atol=1e-6)
-    with pytest.raises(ValueError, match=r"features=FeatureConfig\(\.\.\.\) but the data is image.*ImageConfig"):
-        tfpipe.build_dataset(data, "eval", OPT, FeatureConfig())
+    with pytest.raises(ValueError, match=r"features=AudioConfig\(\.\.\.\) but the data is image.*ImageConfig"):
+        tfpipe.build_dataset(data, "eval", OPT, AudioConfig())
 
 
 def test_eval_yields_every_image_exactly_once_in_order_with_the_last_partial_batch(tmp_path):
@@ -70,7 +71,7 @@ def test_eval_yields_every_image_exactly_once_in_order_with_the_last_partial_bat
     assert [len(labels) for _, labels in batches] == [5, 5, 4]  # 14 files: the partial batch is kept
     images = np.concatenate([f["image"] for f, _ in batches])
     labels = np.concatenate([l for _, l in batches])
-    source = tfpipe.find_examples(data)
+    source = tfpipe.find(data)
     numbered = [i for i, p in enumerate(source.paths) if "gray" not in p]
     ids = _ids(images[numbered])
     assert sorted(ids) == list(range(N_IMAGES))  # each once
@@ -127,7 +128,7 @@ def test_serving_signature_decodes_bytes_exactly_like_the_eval_pipeline(tmp_path
     data = numbered_folder(tmp_path / "imgs")
     write(tmp_path / "imgs" / "c0" / "photo.jpg", encode(pattern(90, 70), "JPEG"))
     write(tmp_path / "imgs" / "c2" / "cmyk.jpg", encode(pattern(50, 80), "JPEG", "CMYK"))
-    source = tfpipe.find_examples(data)
+    source = tfpipe.find(data)
     for config in (CONFIG, dataclasses.replace(CONFIG, dtype="uint8")):
         expected = np.concatenate([f["image"] for f, _ in _eval(data, features=config)])
         encoded = [open(p, "rb").read() for p in source.paths]
@@ -144,7 +145,7 @@ def test_serving_signature_decodes_bytes_exactly_like_the_eval_pipeline(tmp_path
 def test_stored_stages_turn_offline_values_into_the_online_features(tmp_path, store):
     data = numbered_folder(tmp_path / "imgs")
     write(tmp_path / "imgs" / "c0" / "photo.jpg", encode(pattern(90, 70), "JPEG"))
-    source = tfpipe.find_examples(data)
+    source = tfpipe.find(data)
     domain = get_domain("image")
     offline = domain.offline(CONFIG, store)
     values = offline.featurize([offline.load(p) for p in source.paths])
@@ -174,7 +175,7 @@ def test_keras_recipe_yields_the_same_structure_and_similar_eval_images(tmp_path
     assert sum(len(l) for _, l in k_batches) == N_IMAGES + 1
     k_images = np.concatenate([f["image"] for f, _ in k_batches])
     o_images = np.concatenate([f["image"] for f, _ in _eval(data)])
-    np.testing.assert_array_equal(np.concatenate([l for _, l in k_batches]), tfpipe.find_examples(data).labels)
+    np.testing.assert_array_equal(np.concatenate([l for _, l in k_batches]), tfpipe.find(data).labels)
     assert np.abs(k_images - o_images).mean() < 0.03
     train = keras_recipe(data, CONFIG, batch_size=4, seed=1)
     assert len(list(train.take(5))) == 5  # endless

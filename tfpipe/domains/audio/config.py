@@ -1,15 +1,15 @@
-"""FeatureConfig (AudioConfig): which log-mel or waveform features the audio domain makes."""
+"""AudioConfig: which log-mel or waveform features the audio domain makes."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Optional
 
-from tfpipe.config import _field, _validate
+from tfpipe.config import config_field, validate
 
 
 @dataclasses.dataclass(frozen=True)
-class FeatureConfig:
+class AudioConfig:
     """Which features the pipeline computes from each clip.
 
     The log-mel matches librosa's defaults (Slaney mel scale, Slaney-normalized
@@ -29,27 +29,27 @@ class FeatureConfig:
       output: "log_mel" features, or the fixed-length "waveform" itself.
     """
 
-    sample_rate: int = _field(16000, "Sample rate in Hz.", min=1000, max=384000)
-    clip_seconds: float = _field(1.0, "Clip length in seconds (crop or zero-pad).", min=0.01, max=600.0)
-    n_fft: int = _field(512, "FFT size and window length in samples.", min=16, max=65536)
-    hop_length: int = _field(160, "Samples between STFT frames.", min=1, max=65536)
-    n_mels: int = _field(64, "Number of mel bands.", min=1, max=512)
-    fmin: float = _field(0.0, "Lowest mel frequency in Hz.", min=0.0)
-    fmax: Optional[float] = _field(None, "Highest mel frequency in Hz (default: sample_rate/2).", min=1.0, type=float)
-    log_offset: float = _field(1e-6, "Offset added to mel power before the log.", min=1e-12)
-    backend: str = _field("tf", "Feature code: in-graph 'tf' or 'librosa' via numpy_function.", choices=("tf", "librosa"))
-    output: str = _field("log_mel", "What the pipeline yields: 'log_mel' or the raw 'waveform'.", choices=("log_mel", "waveform"))
+    sample_rate: int = config_field(16000, "Sample rate in Hz.", min=1000, max=384000)
+    clip_seconds: float = config_field(1.0, "Clip length in seconds (crop or zero-pad).", min=0.01, max=600.0)
+    n_fft: int = config_field(512, "FFT size and window length in samples.", min=16, max=65536)
+    hop_length: int = config_field(160, "Samples between STFT frames.", min=1, max=65536)
+    n_mels: int = config_field(64, "Number of mel bands.", min=1, max=512)
+    fmin: float = config_field(0.0, "Lowest mel frequency in Hz.", min=0.0)
+    fmax: Optional[float] = config_field(None, "Highest mel frequency in Hz (default: sample_rate/2).", min=1.0, type=float)
+    log_offset: float = config_field(1e-6, "Offset added to mel power before the log.", min=1e-12)
+    backend: str = config_field("tf", "Feature code: in-graph 'tf' or 'librosa' via numpy_function.", choices=("tf", "librosa"))
+    output: str = config_field("log_mel", "What the pipeline yields: 'log_mel' or the raw 'waveform'.", choices=("log_mel", "waveform"))
 
     def __post_init__(self):
-        _validate(self)
+        validate(self)
         nyquist = self.sample_rate / 2
         if self.fmax is not None and not self.fmin < self.fmax <= nyquist:
-            raise ValueError(f"FeatureConfig.fmax={self.fmax!r}: must be in ({self.fmin}, {nyquist}] "
+            raise ValueError(f"AudioConfig.fmax={self.fmax!r}: must be in ({self.fmin}, {nyquist}] "
                              f"(above fmin, at most sample_rate/2)")
         if self.fmin >= nyquist:
-            raise ValueError(f"FeatureConfig.fmin={self.fmin!r}: must be below sample_rate/2 = {nyquist}")
+            raise ValueError(f"AudioConfig.fmin={self.fmin!r}: must be below sample_rate/2 = {nyquist}")
         if self.hop_length > self.n_fft:
-            raise ValueError(f"FeatureConfig.hop_length={self.hop_length}: must be <= n_fft={self.n_fft}")
+            raise ValueError(f"AudioConfig.hop_length={self.hop_length}: must be <= n_fft={self.n_fft}")
 
     @property
     def num_samples(self) -> int:
@@ -71,6 +71,3 @@ class FeatureConfig:
         if self.output == "waveform":
             return (self.num_samples,)
         return (self.num_frames, self.n_mels)
-
-
-AudioConfig = FeatureConfig

@@ -11,7 +11,7 @@ from tfpipe.core.domain import Domain, check_stored_fields
 from tfpipe.core.source import tf_paths
 from tfpipe.core.stage import Stage
 from tfpipe.domains.audio import ops, scan
-from tfpipe.domains.audio.config import FeatureConfig
+from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.errors import DataError
 
 # Fields that fix the stored values: shards are reusable only by a pipeline asking for the same ones.
@@ -19,7 +19,7 @@ _LOG_MEL_FIELDS = ("sample_rate", "clip_seconds", "n_fft", "hop_length", "n_mels
 _WAVEFORM_FIELDS = ("sample_rate", "clip_seconds")
 
 
-def wav_stage_fns(f: FeatureConfig):
+def wav_stage_fns(f: AudioConfig):
     """read, decode, featurize over (file, label) elements, file = (path, data offset, data size).
 
     Each works on one example or a batch (decode and featurize); tfpipe.bench times them one by one.
@@ -44,14 +44,14 @@ class AudioDomain(Domain):
 
     name = "audio"
     extensions = (".wav",)
-    config_class = FeatureConfig
+    config_class = AudioConfig
     kind = "wav"
 
-    def file_table(self, paths: Sequence[str], config: FeatureConfig) -> Any:
+    def file_table(self, paths: Sequence[str], config: AudioConfig) -> Any:
         layout = scan.scan_wavs(paths, config)  # every unusable file is named here, before training
         return (tf_paths(paths), list(layout.offsets), list(layout.sizes))
 
-    def stages(self, config: FeatureConfig, mode: str) -> list[Stage]:
+    def stages(self, config: AudioConfig, mode: str) -> list[Stage]:
         read, decode, featurize = wav_stage_fns(config)
         python = config.backend == "librosa" and config.output == "log_mel"
         # decode and features work on whole batches: one decode_raw and one STFT per batch.
@@ -63,12 +63,12 @@ class AudioDomain(Domain):
 
         return STORES
 
-    def offline(self, config: FeatureConfig, store: str):
+    def offline(self, config: AudioConfig, store: str):
         from tfpipe.domains.audio.offline import AudioOffline  # soundfile and librosa load here only
 
         return AudioOffline(config, store)
 
-    def stored_stages(self, stored: Mapping[str, Any], config: FeatureConfig, mode: str = "eval") -> list[Stage]:
+    def stored_stages(self, stored: Mapping[str, Any], config: AudioConfig, mode: str = "eval") -> list[Stage]:
         store = stored["store"]
         check_stored(stored, config)
         if store == "waveform" and config.output == "log_mel":  # log-mel from stored waveforms
@@ -76,7 +76,7 @@ class AudioDomain(Domain):
                 {config.feature_key: ops.compute_features(values[store], config)}, labels), batchable=True)]
         return []
 
-    def serving_receiver(self, config: FeatureConfig) -> tuple[dict, dict]:
+    def serving_receiver(self, config: AudioConfig) -> tuple[dict, dict]:
         """Raw mono waveforms in ([batch, any length], float32 in [-1, 1)), the training features out.
 
         A "librosa" config is served with the "tf" backend: a SavedModel cannot carry Python
@@ -88,16 +88,16 @@ class AudioDomain(Domain):
         return {"waveform": waveform}, {config.feature_key: ops.compute_features(fixed, in_graph)}
 
 
-def check_stored(stored: Mapping[str, Any], f: FeatureConfig, where: str = "the shard index") -> None:
+def check_stored(stored: Mapping[str, Any], f: AudioConfig, where: str = "the shard index") -> None:
     """DataError naming each field where stored features differ from the requested ones."""
     store = stored["store"]
     if store == "log_mel" and f.output == "waveform":
-        raise DataError(f"{where}: the shards store log-mel features but FeatureConfig.output='waveform' "
+        raise DataError(f"{where}: the shards store log-mel features but AudioConfig.output='waveform' "
                         f"asks for waveforms; rerun `tfpipe prepare --store waveform` or ask for output='log_mel'")
     check_stored_fields(stored["config"], f, _LOG_MEL_FIELDS if store == "log_mel" else _WAVEFORM_FIELDS, where)
 
 
-def wav_file_table(source: Any, f: FeatureConfig) -> tf.data.Dataset:
+def wav_file_table(source: Any, f: AudioConfig) -> tf.data.Dataset:
     """((path, data offset, data size), label) per wav file of a FileSource; bad files fail here, by name."""
     table = AudioDomain().file_table(source.paths, f)
     return tf.data.Dataset.from_tensor_slices((tuple(table), tf.constant(source.labels, tf.int64)))

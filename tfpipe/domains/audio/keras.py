@@ -15,17 +15,17 @@ from typing import Optional
 import tensorflow as tf
 
 from tfpipe.domains.audio import ops
-from tfpipe.domains.audio.config import FeatureConfig
+from tfpipe.domains.audio.config import AudioConfig
 
 
-def keras_recipe(data_dir: str, config: Optional[FeatureConfig] = None, batch_size: int = 64,
+def keras_recipe(data_dir: str, config: Optional[AudioConfig] = None, batch_size: int = 64,
                  seed: Optional[int] = None, *, mode: str = "train",
                  epochs: Optional[int] = None) -> tf.data.Dataset:
     """`tf.keras.utils.audio_dataset_from_directory` with the same log-mel map, prefetched.
 
     Args:
       data_dir: a wav folder with one subfolder per class.
-      config: features to compute (default FeatureConfig()); clips are cut or padded to
+      config: features to compute (default AudioConfig()); clips are cut or padded to
         `config.num_samples`.
       batch_size: examples per batch (the last batch of an epoch may be smaller, as Keras makes it).
       seed: shuffle seed (None: a new order every run).
@@ -39,7 +39,7 @@ def keras_recipe(data_dir: str, config: Optional[FeatureConfig] = None, batch_si
     Raises:
       ValueError: `data_dir` is not a folder.
     """
-    config = config or FeatureConfig()
+    config = config or AudioConfig()
     train = mode == "train"
     if not os.path.isdir(data_dir):
         raise ValueError(f"{data_dir}: not a folder; keras_recipe reads a wav folder with one subfolder per class")

@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from tfpipe.core.domain import Offline, Schema
-from tfpipe.domains.audio.config import FeatureConfig
+from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.errors import DataError
 
 _RESAMPLE_MARGIN_SECONDS = 0.05  # read past the crop so the resampler's filter sees real samples
@@ -29,7 +29,7 @@ _STREAMED_SIZES = (0, 0xFFFFFFFF)  # "length unknown" markers written by streami
 STORES = ("log_mel", "waveform")
 
 
-def load_clip(path: str, features: FeatureConfig, notes: "collections.Counter | None" = None) -> np.ndarray:
+def load_clip(path: str, features: AudioConfig, notes: "collections.Counter | None" = None) -> np.ndarray:
     """Decodes any wav soundfile reads, mixed to mono, resampled and cropped to features' clip.
 
     Args:
@@ -86,7 +86,7 @@ def pad_clips(clips: Sequence[np.ndarray], num_samples: int) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=None)
-def log_mel_fn(features: FeatureConfig):
+def log_mel_fn(features: AudioConfig):
     """ops.compute_features as one traced function over [batch, samples] (no per-op eager cost)."""
     import tensorflow as tf
 
@@ -100,7 +100,7 @@ def log_mel_fn(features: FeatureConfig):
 class AudioOffline(Offline):
     """load = load_clip; featurize = pad to one batch, then log-mel when that is what is stored."""
 
-    def __init__(self, features: FeatureConfig, store: str):
+    def __init__(self, features: AudioConfig, store: str):
         if store not in STORES:
             raise ValueError(f"store={store!r}: allowed values are {', '.join(map(repr, STORES))}")
         self.features, self.store = features, store

@@ -11,7 +11,7 @@ import functools
 import numpy as np
 import tensorflow as tf
 
-from tfpipe.domains.audio.config import FeatureConfig
+from tfpipe.domains.audio.config import AudioConfig
 
 _PCM16_SCALE = 1.0 / 32768.0  # same scaling as tf.audio.decode_wav and soundfile
 
@@ -40,15 +40,15 @@ def fix_length(waveform: tf.Tensor, num_samples: int) -> tf.Tensor:
 
 
 @functools.lru_cache(maxsize=None)
-def mel_matrix(features: FeatureConfig) -> np.ndarray:
+def mel_matrix(features: AudioConfig) -> np.ndarray:
     """[n_fft // 2 + 1, n_mels] Slaney mel filters, exactly librosa's defaults."""
-    import librosa  # deferred: only needed once per FeatureConfig
+    import librosa  # deferred: only needed once per AudioConfig
 
     return librosa.filters.mel(sr=features.sample_rate, n_fft=features.n_fft, n_mels=features.n_mels,
                                fmin=features.fmin, fmax=features.fmax).T.astype(np.float32)
 
 
-def log_mel(waveform: tf.Tensor, features: FeatureConfig) -> tf.Tensor:
+def log_mel(waveform: tf.Tensor, features: AudioConfig) -> tf.Tensor:
     """log(mel power + offset) in TensorFlow: [..., samples] -> [..., frames, n_mels].
 
     Centered frames with zero padding and a periodic Hann window, as librosa.
@@ -63,7 +63,7 @@ def log_mel(waveform: tf.Tensor, features: FeatureConfig) -> tf.Tensor:
     return tf.math.log(mel + features.log_offset)
 
 
-def log_mel_librosa(waveform: np.ndarray, features: FeatureConfig) -> np.ndarray:
+def log_mel_librosa(waveform: np.ndarray, features: AudioConfig) -> np.ndarray:
     """The same features with librosa, in numpy: [..., samples] -> [..., frames, n_mels]."""
     import librosa
 
@@ -74,8 +74,8 @@ def log_mel_librosa(waveform: np.ndarray, features: FeatureConfig) -> np.ndarray
     return np.log(np.swapaxes(mel, -1, -2) + features.log_offset).astype(np.float32)
 
 
-def compute_features(waveform: tf.Tensor, features: FeatureConfig) -> tf.Tensor:
-    """The features FeatureConfig asks for, from fixed-length waveforms, with its backend."""
+def compute_features(waveform: tf.Tensor, features: AudioConfig) -> tf.Tensor:
+    """The features AudioConfig asks for, from fixed-length waveforms, with its backend."""
     if features.output == "waveform":
         return waveform
     if features.backend == "librosa":

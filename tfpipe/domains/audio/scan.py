@@ -14,7 +14,7 @@ import stat
 import struct
 from typing import Sequence
 
-from tfpipe.domains.audio.config import FeatureConfig
+from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.errors import DataError, listed
 
 _MAX_LISTED = 5  # bad files named in one error message
@@ -39,7 +39,7 @@ class _Unusable(DataError):
         self.rate, self.convertible = rate, convertible
 
 
-def scan_wavs(paths: Sequence[str], features: FeatureConfig) -> WavLayout:
+def scan_wavs(paths: Sequence[str], features: AudioConfig) -> WavLayout:
     """Checks that each wav is 16-bit PCM mono at features.sample_rate; finds its samples.
 
     Raises:
@@ -62,13 +62,13 @@ def scan_wavs(paths: Sequence[str], features: FeatureConfig) -> WavLayout:
     return WavLayout(tuple(offsets), tuple(sizes))
 
 
-def _fix(bad: Sequence[_Unusable], paths: Sequence[str], features: FeatureConfig) -> str:
+def _fix(bad: Sequence[_Unusable], paths: Sequence[str], features: AudioConfig) -> str:
     """The advice that applies to these problems, with the user's real folder in it."""
     rates = collections.Counter(e.rate for e in bad if e.rate)
     if len(bad) == len(paths) and len(rates) == 1 and sum(rates.values()) == len(bad):
         rate = next(iter(rates))  # every file is fine, just at another rate: read them at that rate
         return (f"every file is 16-bit PCM mono at {rate} Hz: pass --sample_rate {rate} "
-                f"(FeatureConfig(sample_rate={rate})) to read them as they are")
+                f"(AudioConfig(sample_rate={rate})) to read them as they are")
     folder = os.path.commonpath([os.path.dirname(p) for p in paths]) if paths else "DATA"
     advice = []
     if any(e.convertible for e in bad):

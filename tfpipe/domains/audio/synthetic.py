@@ -15,7 +15,7 @@ classifier has to look at the time-frequency pattern, not at a single number:
 
 Every clip is generated with vectorized numpy, a class at a time, and written as
 16-bit PCM mono wav under `<out_dir>/<class>/<class>_<i>.wav`, i.e. the wav-folder
-layout `tfpipe.find_examples` reads. The same arguments always write the same bytes.
+layout `tfpipe.find` reads. The same arguments always write the same bytes.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import soundfile as sf
 from tqdm import tqdm
 
 from tfpipe.core import corpus
-from tfpipe.core.source import FileSource as Source, find as find_examples
+from tfpipe.core.source import FileSource, find
 
 CLASS_NAMES = ("am_tone", "buzz", "chirp_down", "chirp_up", "clicks", "fm_tone", "noise_band", "tone")
 MARKER = corpus.MARKER
@@ -40,7 +40,7 @@ _FILE_PATTERN = re.compile(r"^[a-z_]+_(\d{5})\.wav$")
 
 
 def write_corpus(out_dir: Union[str, os.PathLike], per_class: int = 250, sample_rate: int = 16000,
-                 clip_seconds: float = 1.0, seed: int = 0, progress: bool = True) -> Source:
+                 clip_seconds: float = 1.0, seed: int = 0, progress: bool = True) -> FileSource:
     """Writes the synthetic corpus (one subfolder of wavs per class) and returns its Source.
 
     If `out_dir` already holds the corpus these arguments describe (its synth.json
@@ -56,7 +56,7 @@ def write_corpus(out_dir: Union[str, os.PathLike], per_class: int = 250, sample_
       progress: show a tqdm bar.
 
     Returns:
-      The corpus as a `tfpipe.Source` (kind "wav"), class names sorted.
+      The corpus as a `tfpipe.FileSource` (kind "wav"), class names sorted.
 
     Raises:
       ValueError: bad arguments, or `out_dir` holds folders or files that are not this corpus.
@@ -71,7 +71,7 @@ def write_corpus(out_dir: Union[str, os.PathLike], per_class: int = 250, sample_
     spec = {"format": "tfpipe-synth", "version": 1, "classes": list(CLASS_NAMES), "per_class": per_class,
             "sample_rate": sample_rate, "clip_seconds": clip_seconds, "seed": seed}
     if corpus.is_complete(out_dir, spec):
-        return find_examples(out_dir)
+        return find(out_dir)
     num_samples = int(round(sample_rate * clip_seconds))
     with corpus.writing(out_dir, spec, CLASS_NAMES, "corpus"), \
             tqdm(total=per_class * len(CLASS_NAMES), desc="synth", unit="clip", disable=not progress) as bar:
@@ -87,7 +87,7 @@ def write_corpus(out_dir: Union[str, os.PathLike], per_class: int = 250, sample_
                     sf.write(os.path.join(class_dir, f"{name}_{start + i:05d}.wav"), clip, sample_rate,
                              subtype="PCM_16")
                 bar.update(n)
-    return find_examples(out_dir)
+    return find(out_dir)
 
 
 def generate(name: str, n: int, sample_rate: int, num_samples: int, rng: np.random.Generator) -> np.ndarray:

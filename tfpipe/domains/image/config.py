@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from tfpipe.config import _field, _validate
+from tfpipe.config import config_field, validate
 
 CHANNELS = 3  # every image is decoded to RGB: grayscale is repeated, alpha dropped, CMYK converted
 
@@ -32,20 +32,20 @@ class ImageConfig:
       jpeg_quality: offline store="jpeg": quality of the re-encoded, resized JPEGs.
     """
 
-    height: int = _field(64, "Image height in pixels after crop and resize.", min=8, max=4096)
-    width: int = _field(64, "Image width in pixels after crop and resize.", min=8, max=4096)
-    dtype: str = _field("float32", "Image dtype: 'float32' in [0, 1] or 'uint8' (the model normalizes).",
+    height: int = config_field(64, "Image height in pixels after crop and resize.", min=8, max=4096)
+    width: int = config_field(64, "Image width in pixels after crop and resize.", min=8, max=4096)
+    dtype: str = config_field("float32", "Image dtype: 'float32' in [0, 1] or 'uint8' (the model normalizes).",
                         choices=("float32", "uint8"))
-    min_crop_area: float = _field(0.35, "Train: smallest share of the image a random crop covers.",
+    min_crop_area: float = config_field(0.35, "Train: smallest share of the image a random crop covers.",
                                   min=0.05, max=1.0)
-    flip: bool = _field(True, "Train: random left-right flip.")
-    eval_crop: float = _field(0.875, "Eval: share of each side the center crop keeps.", min=0.1, max=1.0)
-    max_pixels: int = _field(40_000_000, "Refuse images with more pixels than this (read from the header).",
+    flip: bool = config_field(True, "Train: random left-right flip.")
+    eval_crop: float = config_field(0.875, "Eval: share of each side the center crop keeps.", min=0.1, max=1.0)
+    max_pixels: int = config_field(40_000_000, "Refuse images with more pixels than this (read from the header).",
                              min=1)
-    jpeg_quality: int = _field(90, "prepare --store jpeg: quality of the resized JPEGs.", min=1, max=100)
+    jpeg_quality: int = config_field(90, "prepare --store jpeg: quality of the resized JPEGs.", min=1, max=100)
 
     def __post_init__(self):
-        _validate(self)
+        validate(self)
 
     @property
     def channels(self) -> int:

@@ -1,0 +1,126 @@
+"""Old names and import paths, one table: each still works and says where the name lives now.
+
+tfpipe's public names are in `tfpipe/__init__.py` and its modules' canonical paths. Names
+that earlier versions exported elsewhere resolve here, with a DeprecationWarning naming the
+new home. Nothing in tfpipe imports an old path; `tfpipe/__init__.py` only installs the
+finder below, so `import tfpipe.shards` works without a `tfpipe/shards.py`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+import warnings
+from typing import Any
+
+# Old modules that moved whole: old path -> new path.
+MOVED_MODULES = {
+    "tfpipe.audio": "tfpipe.domains.audio.ops",
+    "tfpipe.synthetic": "tfpipe.domains.audio.synthetic",
+    "tfpipe.bench_worker": "tfpipe.bench.worker",
+    "tfpipe.bench_report": "tfpipe.bench.report",
+}
+
+# Old modules whose names went to several new homes: old path -> {name: "new.module:name"}.
+# A name not listed falls through to the MOVED_MODULES entry of the same old path, if any.
+MOVED_NAMES: dict[str, dict[str, str]] = {
+    "tfpipe": {
+        "FeatureConfig": "tfpipe.domains.audio.config:AudioConfig",
+        "find_examples": "tfpipe.core.source:find",
+        "merge_index": "tfpipe.compat:merge_index",
+    },
+    "tfpipe.bench_report": {"plot_bench": "tfpipe.bench.chart:plot_bench"},
+    "tfpipe.pipeline": {
+        **{n: f"tfpipe.core.chain:{n}" for n in ("AUTOTUNE", "EVAL", "PREDICT", "TRAIN", "apply_maps",
+                                                 "build_dataset", "normalize_mode", "shard_for_input_context")},
+        "dataset_ops": "tfpipe.core.graph:dataset_ops",
+        "Data": "tfpipe.core.source:Data",
+        "compose": "tfpipe.core.stage:compose",
+        "wav_file_table": "tfpipe.domains.audio.domain:wav_file_table",
+        "wav_stage_fns": "tfpipe.domains.audio.domain:wav_stage_fns",
+    },
+    "tfpipe.sources": {
+        "INDEX_NAME": "tfpipe.storage.index:INDEX_NAME",
+        "FileSource": "tfpipe.core.source:FileSource",
+        "Source": "tfpipe.core.source:FileSource",  # v1's Source was the file list
+        "folder": "tfpipe.core.source:folder",
+        "find_examples": "tfpipe.core.source:find",
+        "WavLayout": "tfpipe.domains.audio.scan:WavLayout",
+        "scan_wavs": "tfpipe.domains.audio.scan:scan_wavs",
+    },
+    "tfpipe.shards": {
+        **{n: f"tfpipe.storage.index:{n}" for n in ("INDEX_NAME", "check_counts", "fsync_dir", "make_index",
+                                                    "sha256_file", "size_problem", "write_json_atomic")},
+        **{n: f"tfpipe.storage.plan:{n}" for n in ("ShardSpec", "plan_shards", "shard_name")},
+        **{n: f"tfpipe.storage.source:{n}" for n in ("ShardSource", "check_features", "read_folder")},
+        **{n: f"tfpipe.storage.writer:{n}" for n in ("write_shards", "write_shards_with_stats", "WriteStats")},
+        **{n: f"tfpipe.storage.verify:{n}" for n in ("verify_shards", "verify_folder", "ShardCheck")},
+        "PATH_KEY": "tfpipe.storage.shard_job:PATH_KEY",
+        "DataError": "tfpipe.errors:DataError",
+        "merge_index": "tfpipe.compat:merge_index",
+    },
+    "tfpipe.shard_writer": {
+        **{n: f"tfpipe.domains.audio.offline:{n}" for n in ("load_clip", "log_mel_fn", "pad_clips")},
+        "write_shard": "tfpipe.storage.shard_job:write_shard",
+        **{n: f"tfpipe.storage.writer:{n}" for n in ("write_shards", "write_shards_with_stats", "WriteStats")},
+    },
+}
+
+
+def resolve(old_module: str, name: str) -> Any:
+    """The object an old `old_module.name` refers to now (DeprecationWarning), or AttributeError."""
+    target = MOVED_NAMES.get(old_module, {}).get(name)
+    if target:
+        module, _, attr = target.partition(":")
+        new = f"{module}.{attr}"
+    elif old_module in MOVED_MODULES:
+        module, attr = MOVED_MODULES[old_module], name
+        new = f"{module}.{attr}"
+    else:
+        raise AttributeError(f"module {old_module!r} has no attribute {name!r}")
+    warnings.warn(f"{old_module}.{name} is deprecated: use {new}", DeprecationWarning, stacklevel=3)
+    return getattr(importlib.import_module(module), attr)
+
+
+def merge_index(out_dir: str, num_hosts: Any = None) -> dict:
+    """Retired with the hand-run multi-host mode: raises DataError explaining the Beam replacement."""
+    from tfpipe.errors import DataError
+
+    raise DataError(f"{out_dir}: merging the partial indexes of hand-run hosts is retired; write on several "
+                    f"machines with Apache Beam instead: tfpipe prepare --runner=beam --beam_options="
+                    f"'--runner=FlinkRunner ...' (write_shards(..., runner='beam')); the index is written by "
+                    f"the launching process when every shard is done")
+
+
+class _OldModule(types.ModuleType):
+    """A stand-in for an old module path: each attribute resolves to its new home on first use."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return resolve(self.__name__, name)  # not cached: every use of an old name says so
+
+
+class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds the old module paths (tfpipe.shards, tfpipe.audio, ...) that no longer have files."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in MOVED_MODULES or (fullname in MOVED_NAMES and fullname != "tfpipe"):
+            return importlib.machinery.ModuleSpec(fullname, self)
+        return None
+
+    def create_module(self, spec):
+        return _OldModule(spec.name)
+
+    def exec_module(self, module):
+        new = MOVED_MODULES.get(module.__name__) or "its new modules"
+        warnings.warn(f"import {module.__name__} is deprecated: use {new}", DeprecationWarning, stacklevel=2)
+
+
+def install() -> None:
+    """Lets the old module paths import (once per process)."""
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.append(_Finder())
