@@ -8,6 +8,7 @@ Old names and module paths resolve through `tfpipe.compat` with a DeprecationWar
 import importlib
 
 from tfpipe import compat as _compat
+from tfpipe.core import plugins as _plugins
 
 __version__ = "0.1.0"
 
@@ -34,6 +35,8 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 _compat.install()
+# The built-in plug-ins, imported on the first lookup (each registers itself with the core).
+_plugins.declare(("tfpipe.domains.audio", "tfpipe.domains.image", "tfpipe.storage", "tfpipe.service"))
 
 
 def __getattr__(name):

@@ -79,6 +79,14 @@ class PipelineConfig:
       data_service_mode: "distributed_epoch" (each example once per epoch across
         consumers) or "parallel_epochs" (each worker produces the whole dataset).
       data_service_job: shared job name so several consumers split one job ("" = own job).
+      shuffle_blocks: train on v2 shard blocks: shuffle whole blocks, then permute the examples
+        of a window of blocks in one op and cut batches from it, so no example crosses tf.data
+        on its own (off: un-block, then an example-level shuffle buffer).
+      bucket_boundaries: lengths at which variable-length examples are batched separately
+        (tf.data's bucket_by_sequence_length): each batch is padded only to the longest of its
+        bucket; () = off: one padded_batch pads every batch to its longest example.
+      bucket_key: the feature whose leading dimension is an example's length ("": the one
+        feature whose length varies).
     """
 
     repeat_before_shuffle: bool = config_field(True, "Repeat before shuffling (no refill stall at epoch ends).")
@@ -104,11 +112,21 @@ class PipelineConfig:
     data_service_mode: str = config_field("distributed_epoch", "tf.data service processing mode.",
                                     choices=("distributed_epoch", "parallel_epochs"))
     data_service_job: str = config_field("", "tf.data service job name shared by consumers.")
+    shuffle_blocks: bool = config_field(True, "Shard blocks: shuffle whole blocks and permute a window of examples "
+                                              "at once (off: un-block, then an example shuffle buffer).")
+    bucket_boundaries: tuple = config_field((), "Lengths at which variable-length examples are batched separately, "
+                                                "e.g. 50,100,200 (empty: one padded_batch).")
+    bucket_key: str = config_field("", "Feature whose leading dimension is an example's length (empty: the one "
+                                       "that varies).")
 
     def __post_init__(self):
+        object.__setattr__(self, "bucket_boundaries", _lengths(self.bucket_boundaries))
         validate(self)
         if self.data_service and "://" not in self.data_service:
             raise ValueError(f"PipelineConfig.data_service={self.data_service!r}: expected 'grpc://HOST:PORT'")
+        if self.cache.startswith("snapshot:") and not self.cache.removeprefix("snapshot:").strip():
+            raise ValueError(f"PipelineConfig.cache={self.cache!r}: name the snapshot folder, e.g. "
+                             f"'snapshot:/tmp/tfpipe-cache' (an empty name would write into the current folder)")
 
     @classmethod
     def optimized(cls, **overrides: Any) -> "PipelineConfig":
@@ -120,7 +138,8 @@ class PipelineConfig:
         """The seed question's chain: map(read) -> shuffle(all) -> map(post) -> batch -> repeat."""
         off = dict(repeat_before_shuffle=False, shuffle_filenames=False, fuse_maps=False,
                    parallel_map=False, parallel_reads=False, vectorize=False, prefetch=False,
-                   deterministic=True, cache="", prefetch_to_device=False, shuffle_buffer=0)
+                   deterministic=True, cache="", prefetch_to_device=False, shuffle_buffer=0,
+                   shuffle_blocks=False)
         return cls(**{**off, **overrides})
 
     @classmethod
@@ -129,6 +148,21 @@ class PipelineConfig:
         if name not in PRESETS:
             raise ValueError(f"pipeline preset {name!r}: allowed values are {', '.join(PRESETS)}")
         return getattr(cls, name)(**overrides)
+
+
+def _lengths(value: Any) -> Any:
+    """bucket_boundaries as a tuple of increasing positive ints, from a sequence or 'a,b,c' text."""
+    if isinstance(value, str):
+        value = [v for v in value.replace(" ", "").split(",") if v]
+    if not isinstance(value, (list, tuple)):
+        return value  # validate() names the type
+    try:
+        lengths = tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"PipelineConfig.bucket_boundaries={value!r}: expected whole numbers, e.g. (50, 100, 200)")
+    if any(b <= 0 for b in lengths) or list(lengths) != sorted(set(lengths)):
+        raise ValueError(f"PipelineConfig.bucket_boundaries={value!r}: must be positive and strictly increasing")
+    return lengths
 
 
 PRESETS = ("optimized", "naive")

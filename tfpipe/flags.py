@@ -77,6 +77,8 @@ def _show(value: Any) -> str:
     """A default as a user would type it: true/false, 64, 'log_mel'."""
     if isinstance(value, bool):
         return str(value).lower()
+    if isinstance(value, tuple):
+        return ",".join(map(str, value)) or "none"
     return repr(value) if isinstance(value, str) else str(value)
 
 
@@ -108,6 +110,8 @@ def _define(field: dataclasses.Field, name: str, owner: str, presets: Mapping[st
         flags.DEFINE_integer(name, lower_bound=meta.get("min"), upper_bound=meta.get("max"), **kwargs)
     elif kind is float:
         flags.DEFINE_float(name, lower_bound=meta.get("min"), upper_bound=meta.get("max"), **kwargs)
+    elif kind is tuple:
+        flags.DEFINE_list(name, **kwargs)
     else:
         flags.DEFINE_string(name, **kwargs)
 

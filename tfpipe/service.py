@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import tensorflow as tf
 
 from tfpipe.config import PipelineConfig
+from tfpipe.core.plugins import register_distributor
 from tfpipe.errors import DataError
 
 _service = tf.data.experimental.service
@@ -45,6 +46,7 @@ def processing_mode(pipeline: PipelineConfig) -> _service.ShardingPolicy:
     return _PROCESSING_MODES[pipeline.data_service_mode]
 
 
+@register_distributor
 def distribute(ds: tf.data.Dataset, pipeline: PipelineConfig) -> tf.data.Dataset:
     """Runs `ds` on the tf.data service at `pipeline.data_service`.
 

@@ -160,16 +160,34 @@ def _snapshot_run(tmp_path, data, snap, n_mels=64, stop_after=0):
             sorted(int(x) for r in rows for x in r[2:]))
 
 
+def _tree(folder):
+    """{path: (size, mtime)} of every file under folder."""
+    return {os.path.join(d, f): (os.stat(os.path.join(d, f)).st_size, os.stat(os.path.join(d, f)).st_mtime_ns)
+            for d, _, fs in os.walk(folder) for f in fs}
+
+
 def test_snapshot_cache_survives_a_restart_and_never_serves_a_partial_pass(tmp_path):
     data = make_corpus(tmp_path / "corpus", per_class=2)  # 6 clips, labels 0,0,1,1,2,2
     snap = str(tmp_path / "snap")
     assert _snapshot_run(tmp_path, data, snap, stop_after=1)[2] == [0, 0]  # killed after one batch
     bands, loud, labels = _snapshot_run(tmp_path, data, snap)
     assert labels == [0, 0, 1, 1, 2, 2]  # the partial pass was not used: a whole epoch
-    for path in tfpipe.find(data).paths:  # same names and lengths, now silent
-        write_tone(path, 1, amplitude=0.0)
-    assert _snapshot_run(tmp_path, data, snap) == (bands, loud, labels)  # read back from the snapshot
-    assert _snapshot_run(tmp_path, data, str(tmp_path / "fresh"))[1] != loud  # the files really changed
+    written = _tree(snap)
+    assert _snapshot_run(tmp_path, data, snap) == (bands, loud, labels)
+    assert _tree(snap) == written  # read back from the finished snapshot: nothing new written
+
+
+def test_snapshot_is_not_served_after_a_file_changes_in_place(tmp_path):
+    data = make_corpus(tmp_path / "corpus", per_class=2)
+    snap = str(tmp_path / "snap")
+    _, loud, labels = _snapshot_run(tmp_path, data, snap)
+    path = tfpipe.find(data).paths[0]
+    size = os.path.getsize(path)
+    write_tone(path, 1, amplitude=0.0)  # same name, same header and size, now silent
+    assert os.path.getsize(path) == size
+    _, loud_after, labels_after = _snapshot_run(tmp_path, data, snap)
+    assert labels_after == labels
+    assert loud_after == _snapshot_run(tmp_path, data, str(tmp_path / "fresh"))[1] != loud  # the new samples
 
 
 def test_snapshot_of_other_features_is_not_used(tmp_path):
@@ -177,4 +195,5 @@ def test_snapshot_of_other_features_is_not_used(tmp_path):
     snap = str(tmp_path / "snap")
     assert _snapshot_run(tmp_path, data, snap, n_mels=64)[0] == {64}
     assert _snapshot_run(tmp_path, data, snap, n_mels=40)[0] == {40}
-    assert len(os.listdir(snap)) == 2  # one snapshot per pipeline fingerprint
+    (files_key,) = os.listdir(snap)  # the files did not change: one key of their contents
+    assert len(os.listdir(os.path.join(snap, files_key))) == 2  # one snapshot per pipeline fingerprint

@@ -1,33 +1,38 @@
 """build_dataset: THE chain. Every source (a domain's files, your own files and functions,
-shard folders) goes through it, and every optimization is one visible `if`.
+shard folders, TFRecords, mixtures) goes through it.
 
-Read top to bottom, the optimized chain is:
-  files -> repeat -> shuffle filenames -> read (parallel, fused) -> batch -> batch stages -> prefetch
-and PipelineConfig.naive() turns it into the seed question's chain:
-  map(read) -> shuffle(whole set) -> map(process) -> batch -> repeat.
+The order of the steps is decided by the pure plan (`tfpipe.core.plan`); this module applies
+it, one small function per step, in chain order:
+
+  shard -> resume | repeat -> shuffle files -> read files -> maps -> cache -> unblock
+  -> shuffle examples | shuffle blocks -> maps -> batch | rebatch -> batch maps -> repeat (naive)
+  -> pick -> features only -> distribute -> prefetch -> prefetch to device
 """
 
 from __future__ import annotations
 
-import importlib
+import dataclasses
 import re
 from typing import Any, Callable, Optional, Sequence
 
 import tensorflow as tf
 
 from tfpipe.config import PipelineConfig
+from tfpipe.core import cache as cache_lib
+from tfpipe.core import plugins
 from tfpipe.core import resume as resume_lib
+from tfpipe.core.plan import EVAL, PREDICT, TRAIN, Request, Step, plan, split_stages  # noqa: F401  (bench)
 from tfpipe.core.source import ChainInput, find
 from tfpipe.core.stage import Stage, fuse
 
 AUTOTUNE = tf.data.AUTOTUNE
-TRAIN, EVAL, PREDICT = "train", "eval", "predict"
 _MODES = {TRAIN: TRAIN, EVAL: EVAL, PREDICT: PREDICT, "infer": PREDICT}
+_BLOCK_WINDOW = 1024  # examples permuted together by shuffle_blocks (at least one batch)
 
 
 def normalize_mode(mode: str) -> str:
     """'train' | 'eval' | 'predict' from those names or tf.estimator.ModeKeys values."""
-    if mode not in _MODES:
+    if not isinstance(mode, str) or mode not in _MODES:
         raise ValueError(f"mode={mode!r}: allowed values are 'train', 'eval', 'predict' "
                          f"(or tf.estimator.ModeKeys.TRAIN/EVAL/PREDICT)")
     return _MODES[mode]
@@ -43,7 +48,8 @@ def build_dataset(data: Any, mode: str = TRAIN, pipeline: Optional[PipelineConfi
     Args:
       data: a folder with one subfolder per class (the domain is found from the files:
         .wav audio, .jpg/.png images), a CSV manifest (path,label), a glob pattern, a shard
-        folder (tfpipe.json), `(paths, labels)`, a list of paths (predict), or a Source.
+        folder (tfpipe.json), `(paths, labels)`, a list of paths (predict), or a Source
+        (e.g. `tfpipe.records(...)`, `tfpipe.mix(...)`).
       mode: "train" (endless, shuffled), "eval" (one ordered pass, every example once,
         last partial batch kept) or "predict" (as eval, features only); tf.estimator.ModeKeys
         values work too.
@@ -72,116 +78,253 @@ def build_dataset(data: Any, mode: str = TRAIN, pipeline: Optional[PipelineConfi
     Returns:
       A dataset of `(features, labels)` batches; features is a dict (the domain's keys, or
       what your functions return), labels int64 [batch]. Elements whose shapes differ are
-      padded to the batch's largest (padded_batch). In predict mode, features only.
+      padded to the batch's largest (padded_batch), or per length bucket with
+      `pipeline.bucket_boundaries`. In predict mode, features only.
 
     Raises:
       ValueError / tfpipe.DataError: unusable data or arguments, naming the file and the fix.
     """
-    pipeline = pipeline or PipelineConfig.optimized()
+    pipeline, mode = check_args(pipeline, mode, epochs, start_step, feature_key)
+    inputs = find(data).chain_input(mode, features, read=read, process=process, batch_process=batch_process)
+    request = Request(mode, epochs, start_step is not None, _sharded(input_context), feature_key,
+                      allow_device_prefetch)
+    return apply(plan(pipeline, inputs.yields, request), inputs, pipeline, request,
+                 input_context=input_context, start_step=start_step or 0)
+
+
+def check_args(pipeline: Any, mode: Any, epochs: Any, start_step: Any,
+               feature_key: Any = None) -> tuple[PipelineConfig, str]:
+    """(pipeline, mode) checked; ValueError naming the argument, its value and what is allowed."""
+    if pipeline is None:
+        pipeline = PipelineConfig.optimized()
+    if isinstance(pipeline, str):
+        raise ValueError(f"pipeline={pipeline!r}: pass a PipelineConfig, e.g. "
+                         f"tfpipe.PipelineConfig.preset({pipeline!r}) or PipelineConfig.{pipeline}()")
+    if not isinstance(pipeline, PipelineConfig):
+        raise ValueError(f"pipeline={type(pipeline).__name__}: pass a PipelineConfig (PipelineConfig.optimized(**fields) "
+                         f"or dataclasses.replace(config, field=value))")
     mode = normalize_mode(mode)
+    for name, value in (("epochs", epochs), ("start_step", start_step)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise ValueError(f"{name}={value!r}: expected a whole number (int), got {type(value).__name__}")
     if epochs is not None and (mode != TRAIN or epochs < 1):
         raise ValueError(f"epochs={epochs!r}: only for mode='train', and >= 1 (eval is always one pass)")
-    if start_step is not None and (mode != TRAIN or start_step < 0 or epochs is not None or pipeline.cache):
-        raise ValueError(f"start_step={start_step!r}: only for an endless mode='train' stream without cache, "
-                         f"and >= 0")
-    source = find(data)
-    inputs = source.chain_input(mode, features, read=read, process=process, batch_process=batch_process)
-    ds = chain(inputs, mode, pipeline, input_context, epochs=epochs, start_step=start_step)
-    if feature_key is not None:
-        ds = ds.map(_pick(feature_key, mode))
-    return finish(ds, mode, pipeline, epochs=epochs, resumed=start_step is not None,
-                  allow_device_prefetch=allow_device_prefetch)
+    if start_step is not None and (mode != TRAIN or start_step < 0 or epochs is not None):
+        raise ValueError(f"start_step={start_step!r}: only for an endless mode='train' stream, and >= 0")
+    if start_step is not None and pipeline.cache:
+        raise ValueError(f"start_step={start_step!r} with cache={pipeline.cache!r}: a cache replays one epoch in "
+                         f"a fixed order, while resuming needs the order to start anywhere; drop the cache "
+                         f"(cache='') or start from the beginning (no start_step / make_input_fn(resume=False))")
+    if feature_key is not None and not isinstance(feature_key, str):
+        raise ValueError(f"feature_key={feature_key!r}: expected the name of one feature (a str)")
+    return pipeline, mode
 
 
-def chain(inputs: ChainInput, mode: str, p: PipelineConfig,
-          input_context: Optional[tf.distribute.InputContext] = None, *,
-          epochs: Optional[int] = None, start_step: Optional[int] = None) -> tf.data.Dataset:
-    """From a source's files to batches of (features, labels), before the shared tail."""
-    train = mode == TRAIN
-    ordered = not train or p.deterministic
-    before, after = split_stages(inputs.stages, p.vectorize)
-    if p.fuse_maps:
-        before, after = [fuse(before)] if before else [], [fuse(after)] if after else []
-    resume = train and start_step is not None
-    # A cache must see one finite epoch in a fixed order, so repeat and the file shuffle follow it;
-    # the resumable order repeats and permutes the files itself.
-    repeat_first = train and p.repeat_before_shuffle and not p.cache and not resume
-    shuffle_files = train and p.shuffle_filenames and not p.cache and not resume
+@dataclasses.dataclass(frozen=True)
+class _Context:
+    """What the steps read besides the dataset: the source's input, the config, the request."""
 
-    ds = shard_for_input_context(inputs.files, inputs.num_files, input_context)
-    if resume:  # endless, each epoch permuted from (seed, epoch): starts anywhere at no cost
-        ds = resume_lib.stream(ds, inputs, p.seed or 0, start_step * p.batch_size)
-    if repeat_first:
-        ds = ds.repeat(epochs)  # one stream over epochs: the shuffle below never drains and refills
-    if shuffle_files:
-        ds = ds.shuffle(inputs.num_files, seed=p.seed)  # paths are cheap to buffer; decoded data is not
-    if inputs.expand is None:
-        ds, before = apply_maps(ds, before[:1], p, ordered), before[1:]  # read (fused: and process)
-    elif not resume:  # files of many records (shards); the resumable stream reads them itself
-        ds = read_files(ds, inputs, p, ordered)
-    if p.cache:
-        ds = cache(ds, p.cache)
-        if train and p.repeat_before_shuffle:
-            ds = ds.repeat(epochs)
-    if inputs.blocked and not resume:
-        ds = ds.unbatch()  # blocks of examples -> examples, after the threads hand over whole blocks
-    if train and not resume and (inputs.expand is not None or not shuffle_files):
-        # Decoded examples (or records, which sit in a few shards at a time): a big buffer.
-        ds = ds.shuffle(p.shuffle_buffer or inputs.num_examples, seed=p.seed)
-    ds = apply_maps(ds, before, p, ordered)
-    ds = batch(ds, p.batch_size, drop_remainder=train and p.drop_remainder)
-    return apply_maps(ds, after, p, ordered)
+    inputs: ChainInput
+    p: PipelineConfig
+    request: Request
+    input_context: Optional[tf.distribute.InputContext]
+    start_step: int
+
+    @property
+    def ordered(self) -> bool:
+        """Parallel steps keep their order (eval, predict, or deterministic train)."""
+        return self.request.mode != TRAIN or self.p.deterministic
 
 
-def cache(ds: tf.data.Dataset, where: str) -> tf.data.Dataset:
-    """Caches one epoch: in memory, in a file, or as a tf.data snapshot that outlives the process.
+def apply(steps: Sequence[Step], inputs: ChainInput, p: PipelineConfig, request: Request, *,
+          input_context: Optional[tf.distribute.InputContext] = None, start_step: int = 0) -> tf.data.Dataset:
+    """Runs the plan's steps over the source's file table; the chain's options last."""
+    ctx = _Context(inputs, p, request, input_context, start_step)
+    check_not_empty(inputs, p, request, steps, input_context.num_input_pipelines if request.sharded else 1)
+    ds = inputs.files
+    for step in steps:
+        ds = _STEPS[step.op](ds, step, ctx)
+    return ds.with_options(chain_options(request.mode, p))
 
-    A snapshot ("snapshot:DIR") is keyed by the fingerprint of the dataset graph before it
-    (files, functions, features), so a cache of other data or features is never read,
-    and only a finished first pass is ever read back.
+
+def check_not_empty(inputs: ChainInput, p: PipelineConfig, request: Request, steps: Sequence[Step],
+                    pipelines: int = 1) -> None:
+    """ValueError when a train stream with drop_remainder would never yield a batch.
+
+    The naive order (batch, then repeat) with more batch than data drops every example of
+    each pass: an "endless" stream that ends at once, and an Estimator that trains 0 steps.
     """
-    if where.startswith("snapshot:"):
-        return ds.snapshot(where.removeprefix("snapshot:"))
-    return ds.cache("" if where == "memory" else where)
+    if request.mode != TRAIN or not p.drop_remainder:
+        return
+    before_batch = steps[:next(i for i, s in enumerate(steps) if s.op in ("batch", "rebatch"))]
+    if any(s.op == "resume" or (s.op == "repeat" and s.count is None) for s in before_batch):
+        return  # endless before batching: batches span epochs
+    passes = next((s.count for s in before_batch if s.op == "repeat"), 1)
+    share = inputs.num_examples // pipelines
+    if share * passes < p.batch_size:
+        raise ValueError(f"{inputs.num_examples} examples ({share} per input pipeline, {passes} pass(es) before "
+                         f"batching) but batch_size={p.batch_size} with drop_remainder: every example would be "
+                         f"dropped and the train stream would be empty; lower batch_size, set "
+                         f"drop_remainder=False, or set repeat_before_shuffle=True (repeat before batching)")
 
 
-def split_stages(stages: Sequence[Stage], vectorize: bool) -> tuple[list[Stage], list[Stage]]:
-    """(before batch, after batch): with vectorize, the trailing batchable stages run on batches."""
-    stages = list(stages)
-    if not vectorize:
-        return stages, []
-    cut = len(stages)
-    while cut > 0 and stages[cut - 1].batchable:
-        cut -= 1
-    return stages[:cut], stages[cut:]
+def _sharded(input_context: Optional[tf.distribute.InputContext]) -> bool:
+    return input_context is not None and input_context.num_input_pipelines > 1
 
 
-def read_files(ds: tf.data.Dataset, inputs: ChainInput, p: PipelineConfig, ordered: bool) -> tf.data.Dataset:
-    """Each file's records: a parallel interleave over files, or one file after another."""
-    if p.parallel_reads:
+# --- the steps, in chain order ------------------------------------------------------------
+
+def _shard(ds, step: Step, ctx: _Context):
+    return shard_for_input_context(ds, ctx.inputs.num_files, ctx.input_context)
+
+
+def _resume(ds, step: Step, ctx: _Context):
+    return resume_lib.stream(ds, ctx.inputs, ctx.p.seed or 0, ctx.start_step * ctx.p.batch_size)
+
+
+def _repeat(ds, step: Step, ctx: _Context):
+    return ds.repeat(step.count)
+
+
+def _shuffle_files(ds, step: Step, ctx: _Context):
+    return ds.shuffle(ctx.inputs.num_files, seed=ctx.p.seed)
+
+
+def _read_files(ds, step: Step, ctx: _Context):
+    inputs, p = ctx.inputs, ctx.p
+    if step.parallel:
         cycle = min(p.cycle_length, inputs.num_files) if p.cycle_length else AUTOTUNE  # 0: the usable cores
         return ds.interleave(inputs.expand, cycle_length=cycle, block_length=inputs.block_length,
-                             num_parallel_calls=AUTOTUNE, deterministic=ordered)
+                             num_parallel_calls=AUTOTUNE, deterministic=ctx.ordered)
     return ds.flat_map(inputs.expand)
 
 
-def apply_maps(ds: tf.data.Dataset, stages: Sequence[Any], p: PipelineConfig, ordered: bool) -> tf.data.Dataset:
-    """ds.map(stage) for each stage, parallel when p.parallel_map, named after the stage."""
-    for stage in stages:
-        fn, name = (stage.fn, _op_name(stage.name)) if isinstance(stage, Stage) else (stage, None)
-        if p.parallel_map:
-            ds = ds.map(fn, num_parallel_calls=AUTOTUNE, deterministic=ordered, name=name)
-        else:
-            ds = ds.map(fn, name=name)
-    return ds
+def _map(ds, step: Step, ctx: _Context):
+    stage = fuse(step.stages)
+    return apply_stage(ds, stage, step.parallel, ctx.ordered)
 
 
-def batch(ds: tf.data.Dataset, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
-    """batch, or padded_batch when examples differ in shape (each batch padded to its largest)."""
+def _cache(ds, step: Step, ctx: _Context):
+    return cache_lib.cache(ds, ctx.p.cache, ctx.inputs)
+
+
+def _unblock(ds, step: Step, ctx: _Context):
+    return ds.unbatch()
+
+
+def _shuffle_examples(ds, step: Step, ctx: _Context):
+    return ds.shuffle(ctx.p.shuffle_buffer or ctx.inputs.num_examples, seed=ctx.p.seed)
+
+
+def _shuffle_blocks(ds, step: Step, ctx: _Context):
+    """Blocks shuffled whole, then re-cut into windows whose examples are permuted in one op each.
+
+    No example crosses tf.data on its own: a window of `_BLOCK_WINDOW` examples (at least a
+    batch) is gathered in a random order, and `rebatch` cuts batches from the windows.
+    """
+    p = ctx.p
+    block = max(1, ctx.inputs.examples_per_block)
+    window = max(p.batch_size, min(p.shuffle_buffer or _BLOCK_WINDOW, _BLOCK_WINDOW))
+    ds = ds.shuffle(max(2, (p.shuffle_buffer or ctx.inputs.num_examples) // block), seed=p.seed)
+    ds = ds.rebatch(window)
+    return ds.map(_permute_window(p.seed), num_parallel_calls=AUTOTUNE, deterministic=ctx.ordered)
+
+
+def _batch(ds, step: Step, ctx: _Context):
+    return batch(ds, ctx.p.batch_size, drop_remainder=step.drop_remainder,
+                 bucket_boundaries=ctx.p.bucket_boundaries, bucket_key=ctx.p.bucket_key)
+
+
+def _rebatch(ds, step: Step, ctx: _Context):
+    return ds.rebatch(ctx.p.batch_size, drop_remainder=step.drop_remainder)
+
+
+def _pick_step(ds, step: Step, ctx: _Context):
+    return ds.map(_pick(ctx.request.feature_key))
+
+
+def _features_only_step(ds, step: Step, ctx: _Context):
+    return ds.map(_features_only)
+
+
+def _distribute(ds, step: Step, ctx: _Context):
+    # Options must be on the part the workers run: those set after distribute stay local.
+    distribute = plugins.distributor()
+    if distribute is None:
+        raise ValueError(f"data_service={ctx.p.data_service!r}: no tf.data service plug-in is installed")
+    return distribute(ds.with_options(chain_options(ctx.request.mode, ctx.p)), ctx.p)
+
+
+def _prefetch(ds, step: Step, ctx: _Context):
+    return ds.prefetch(AUTOTUNE)
+
+
+def _prefetch_to_device(ds, step: Step, ctx: _Context):
+    if not tf.config.list_logical_devices("GPU"):
+        return ds  # nothing to copy to
+    return ds.apply(tf.data.experimental.prefetch_to_device("/gpu:0"))
+
+
+_STEPS: dict[str, Callable[[tf.data.Dataset, Step, _Context], tf.data.Dataset]] = {
+    "shard": _shard, "resume": _resume, "repeat": _repeat, "shuffle_files": _shuffle_files,
+    "read_files": _read_files, "map": _map, "cache": _cache, "unblock": _unblock,
+    "shuffle_examples": _shuffle_examples, "shuffle_blocks": _shuffle_blocks, "batch": _batch,
+    "rebatch": _rebatch, "pick": _pick_step, "features_only": _features_only_step,
+    "distribute": _distribute, "prefetch": _prefetch, "prefetch_to_device": _prefetch_to_device,
+}
+
+
+# --- helpers the steps share ---------------------------------------------------------------
+
+def apply_stage(ds: tf.data.Dataset, stage: Stage, parallel: bool, ordered: bool) -> tf.data.Dataset:
+    """ds.map(stage.fn), parallel or sequential, named after the stage (bench --ops shows the name)."""
+    if parallel:
+        return ds.map(stage.fn, num_parallel_calls=AUTOTUNE, deterministic=ordered, name=_op_name(stage.name))
+    return ds.map(stage.fn, name=_op_name(stage.name))
+
+
+def batch(ds: tf.data.Dataset, batch_size: int, drop_remainder: bool,
+          bucket_boundaries: Sequence[int] = (), bucket_key: str = "") -> tf.data.Dataset:
+    """batch; or, when examples differ in shape, padded_batch (each batch padded to its longest),
+    or with bucket_boundaries one padded batch per length bucket (padded only within it)."""
     shapes = [s.shape for s in tf.nest.flatten(ds.element_spec)]
     if all(shape.is_fully_defined() for shape in shapes):
         return ds.batch(batch_size, drop_remainder=drop_remainder)
-    return ds.padded_batch(batch_size, drop_remainder=drop_remainder)
+    if not bucket_boundaries:
+        return ds.padded_batch(batch_size, drop_remainder=drop_remainder)
+    length = _length_fn(ds.element_spec, bucket_key)
+    return ds.bucket_by_sequence_length(length, list(bucket_boundaries), [batch_size] * (len(bucket_boundaries) + 1),
+                                        drop_remainder=drop_remainder)
+
+
+def _length_fn(spec: Any, key: str) -> Callable[..., tf.Tensor]:
+    """Length of an example: the leading dimension of `key`, or of its one variable-length feature."""
+    features = spec[0] if isinstance(spec, tuple) else spec
+    if not isinstance(features, dict):
+        raise ValueError("bucket_boundaries: examples must be (features dict, label) to find their length")
+    variable = [k for k, s in features.items() if s.shape.rank and s.shape[0] is None]
+    if key and key not in features:
+        raise ValueError(f"bucket_key={key!r}: the features are {sorted(features)}")
+    if not key and len(variable) != 1:
+        raise ValueError(f"bucket_boundaries: {len(variable)} features vary in length ({', '.join(variable) or 'none'}); "
+                         f"name the one that sets an example's length with bucket_key")
+    key = key or variable[0]
+
+    def length(features, labels=None):
+        return tf.shape(features[key], out_type=tf.int32)[0]
+
+    return length
+
+
+def _permute_window(seed: Optional[int]) -> Callable[..., Any]:
+    """One random permutation applied to every tensor of a window of examples (one gather each)."""
+
+    def permute(*window):
+        size = tf.shape(tf.nest.flatten(window)[0])[0]
+        order = tf.random.shuffle(tf.range(size), seed=seed)
+        return tf.nest.map_structure(lambda t: tf.gather(t, order), window if len(window) > 1 else window[0])
+
+    return permute
 
 
 def shard_for_input_context(ds: tf.data.Dataset, num_files: int,
@@ -194,26 +337,6 @@ def shard_for_input_context(ds: tf.data.Dataset, num_files: int,
         raise ValueError(f"{num_files} files but {n} input pipelines: each pipeline needs at least one; "
                          f"write at least {n} shards (tfpipe prepare --num_shards {n}) or use fewer workers")
     return ds.shard(n, input_context.input_pipeline_id)
-
-
-def finish(ds: tf.data.Dataset, mode: str, p: PipelineConfig, *, epochs: Optional[int] = None,
-           resumed: bool = False, allow_device_prefetch: bool = True) -> tf.data.Dataset:
-    """The shared tail: repeat (naive order), data service, prefetch, options."""
-    train = mode == TRAIN
-    options = chain_options(mode, p)
-    if train and not p.repeat_before_shuffle and not resumed:
-        ds = ds.repeat(epochs)  # the seed's order: batch, then repeat
-    if mode == PREDICT:
-        ds = ds.map(_features_only)
-    if p.data_service:
-        # Loaded by name: the service module sits on top of the core. Options must be on the
-        # part the workers run: those set after distribute stay local.
-        ds = importlib.import_module("tfpipe.service").distribute(ds.with_options(options), p)
-    if p.prefetch:
-        ds = ds.prefetch(AUTOTUNE)  # the next batch is made while the model trains on this one
-    if p.prefetch_to_device and allow_device_prefetch and tf.config.list_logical_devices("GPU"):
-        ds = ds.apply(tf.data.experimental.prefetch_to_device("/gpu:0"))
-    return ds.with_options(options)
 
 
 def chain_options(mode: str, p: PipelineConfig) -> tf.data.Options:
@@ -233,7 +356,7 @@ def _features_only(features, labels=None):
     return features
 
 
-def _pick(key: str, mode: str) -> Callable[..., Any]:
+def _pick(key: str) -> Callable[..., Any]:
     def pick(features, labels=None):
         if not isinstance(features, dict) or key not in features:
             have = sorted(features) if isinstance(features, dict) else type(features).__name__

@@ -13,23 +13,21 @@ import csv
 import dataclasses
 import glob as glob_lib
 import hashlib
-import importlib
 import os
 from typing import Any, Callable, Optional, Protocol, Sequence, Union
 
 import tensorflow as tf
 
+from tfpipe.core import plugins
 from tfpipe.core.domain import Domain
+from tfpipe.core.plan import Yields
 from tfpipe.core.stage import Stage, user_stages
 from tfpipe.errors import DataError
 
 INDEX_NAME = "tfpipe.json"
 MAX_LISTED = 5  # bad files named in one error message
-# Modules that register domains and folder readers when imported (loaded by name: no import cycle).
-_PLUGINS = ("tfpipe.domains.audio", "tfpipe.domains.image", "tfpipe.storage")
 _DOMAINS: dict[str, Domain] = {}
 _FOLDER_READERS: list[Callable[[str], Optional["Source"]]] = []
-_loaded = False
 
 
 def register_domain(domain: Domain) -> Domain:
@@ -43,21 +41,9 @@ def register_folder_reader(reader: Callable[[str], Optional["Source"]]) -> None:
     _FOLDER_READERS.append(reader)
 
 
-def _load_plugins() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        for name in _PLUGINS:
-            try:
-                importlib.import_module(name)
-            except ModuleNotFoundError as e:
-                if e.name != name:  # a missing dependency, not a missing optional plug-in
-                    raise
-
-
 def domains() -> dict[str, Domain]:
     """Every registered domain by name."""
-    _load_plugins()
+    plugins.load()
     return dict(_DOMAINS)
 
 
@@ -88,8 +74,12 @@ class ChainInput:
         None when each file is one example.
       block_length: records the parallel interleave takes from one file at a time.
       blocked: expand yields blocks (batches) of examples; the chain un-blocks them after the
-        interleave, so examples do not cross its threads one at a time.
+        interleave, or re-cuts whole blocks into batches, so examples do not cross its
+        threads one at a time.
+      examples_per_block: with blocked: examples in a (full) block.
+      fixed_shapes: every example has the same shape (blocks can be re-cut whole).
       count_of: with expand: file element -> its number of examples (for resuming mid-stream).
+      paths: the files read, for fingerprints of their contents (snapshot cache, resume).
     """
 
     files: tf.data.Dataset
@@ -99,7 +89,16 @@ class ChainInput:
     expand: Optional[Callable[..., tf.data.Dataset]] = None
     block_length: int = 1
     blocked: bool = False
+    examples_per_block: int = 1
+    fixed_shapes: bool = True
     count_of: Optional[Callable[..., tf.Tensor]] = None
+    paths: tuple[str, ...] = ()
+
+    @property
+    def yields(self) -> Yields:
+        """What the plan needs to know of this input."""
+        return Yields(tuple(self.stages), records=self.expand is not None, blocked=self.blocked,
+                      fixed_shapes=self.fixed_shapes)
 
 
 class Source(Protocol):
@@ -178,7 +177,7 @@ class FileSource:
             table = tf_paths(self.paths)
             stages = tuple(user_stages(read, process, batch_process))
         files = tf.data.Dataset.from_tensor_slices((table, labels))
-        return ChainInput(files, len(self.paths), len(self.paths), stages)
+        return ChainInput(files, len(self.paths), len(self.paths), stages, paths=self.paths)
 
 
 def find(data: Any) -> Any:
@@ -204,7 +203,7 @@ def find(data: Any) -> Any:
         return _glob(path)
     path = os.path.abspath(path)
     if os.path.isdir(path):
-        _load_plugins()
+        plugins.load()
         for reader in _FOLDER_READERS:
             found = reader(path)
             if found is not None:

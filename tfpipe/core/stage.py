@@ -12,8 +12,6 @@ import functools
 import re
 from typing import Any, Callable, Sequence
 
-import tensorflow as tf
-
 
 @dataclasses.dataclass(frozen=True)
 class Stage:
@@ -59,18 +57,23 @@ def fuse(stages: Sequence[Stage]) -> Stage:
                  random=any(s.random for s in stages))
 
 
-def as_stage(fn: Any, name: str, batchable: bool = False) -> Stage:
+def as_stage(fn: Any, name: str, batchable: bool = False, random: bool = False) -> Stage:
     """A user's function (plain callable, python_fn result or Stage) as a Stage."""
     if isinstance(fn, Stage):
         return fn
     if not callable(fn):
         raise ValueError(f"{name}={fn!r}: expected a function (or tfpipe.python_fn(fn, output_signature))")
-    return Stage(name, fn, batchable=batchable, python=bool(getattr(fn, "tfpipe_python", False)))
+    return Stage(name, fn, batchable=batchable, python=bool(getattr(fn, "tfpipe_python", False)), random=random)
 
 
 def user_stages(read: Any = None, process: Any = None, batch_process: Any = None) -> list[Stage]:
-    """A user's functions as stages: read and process per example, batch_process batchable."""
-    return [as_stage(fn, name, batchable) for fn, name, batchable in
+    """A user's functions as stages: read and process per example, batch_process batchable.
+
+    `read` is taken to be deterministic (the same bytes for the same file) and the others
+    possibly random (augmentation), so a cache keeps what `read` returns and runs the rest
+    each epoch; pass a `Stage(..., random=False)` to let a cache keep its output too.
+    """
+    return [as_stage(fn, name, batchable, random=name != "read") for fn, name, batchable in
             ((read, "read", False), (process, "process", False), (batch_process, "batch_process", True))
             if fn is not None]
 
@@ -92,6 +95,8 @@ def python_fn(fn: Callable[..., Any], output_signature: Any, *, name: str = "") 
     Returns:
       A function of tensors returning tensors with the declared dtypes and shapes.
     """
+    import tensorflow as tf  # here, not at the top: the pure chain plan reads Stage without TensorFlow
+
     specs = tf.nest.flatten(output_signature)
     if not specs or not all(isinstance(s, tf.TensorSpec) for s in specs):
         raise ValueError(f"python_fn({getattr(fn, '__name__', fn)!r}): output_signature must be a "
@@ -114,10 +119,10 @@ def python_fn(fn: Callable[..., Any], output_signature: Any, *, name: str = "") 
     return wrapped
 
 
-def _as_array(value: Any, spec: tf.TensorSpec) -> Any:
+def _as_array(value: Any, spec: Any) -> Any:
     """numpy value of the declared dtype, so numpy_function's dtype check passes."""
     import numpy as np
 
-    if spec.dtype == tf.string:
+    if spec.dtype.name == "string":
         return np.asarray(value, dtype=object)
     return np.asarray(value, dtype=spec.dtype.as_numpy_dtype)

@@ -109,7 +109,8 @@ class ShardSource:
         block = max([s["block_size"] for s in shards] or [1])
         return ChainInput(files, len(self.paths), self.num_examples, tuple(stages),
                           expand=fmt.expand(codec, keys, cast), block_length=fmt.interleave_block(block),
-                          blocked=fmt.blocked, count_of=_examples_of)
+                          blocked=fmt.blocked, examples_per_block=block, count_of=_examples_of,
+                          paths=self.paths)
 
     def _stored_stages(self, features: Any, mode: str = "eval") -> list[Stage]:
         stored = self.index["domain"]

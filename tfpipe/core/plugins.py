@@ -1,0 +1,50 @@
+"""Loading the plug-ins the core serves: domains, storage formats, source kinds, the data service.
+
+The core never names a plug-in. The package's top (`tfpipe/__init__.py`) declares the
+built-in ones, and other packages add theirs through the `tfpipe.plugins` entry-point
+group; each plug-in module registers what it defines when imported (a domain with
+`tfpipe.core.source.register_domain`, a folder reader with `register_folder_reader`, the
+data service with `register_distributor`). They are imported on the first lookup, so
+`import tfpipe` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib import metadata
+from typing import Any, Callable, Iterable, Optional
+
+ENTRY_POINT_GROUP = "tfpipe.plugins"
+_declared: list[str] = []
+_loaded: set[str] = set()
+_distributor: list[Callable[[Any, Any], Any]] = []
+
+
+def declare(modules: Iterable[str]) -> None:
+    """Adds plug-in modules to import on the first lookup (the package's top declares the built-in ones)."""
+    _declared.extend(m for m in modules if m not in _declared)
+
+
+def load() -> None:
+    """Imports every declared and entry-point plug-in once (each registers itself)."""
+    names = list(_declared)
+    try:
+        names += [ep.value for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)]
+    except Exception:  # broken metadata of an unrelated package must not stop tfpipe
+        pass
+    for name in names:
+        if name not in _loaded:
+            _loaded.add(name)
+            importlib.import_module(name)
+
+
+def register_distributor(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """`fn(dataset, pipeline) -> dataset` runs a chain on the tf.data service (PipelineConfig.data_service)."""
+    _distributor[:] = [fn]
+    return fn
+
+
+def distributor() -> Optional[Callable[[Any, Any], Any]]:
+    """The registered data-service step, or None."""
+    load()
+    return _distributor[0] if _distributor else None
