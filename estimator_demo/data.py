@@ -14,7 +14,7 @@ import os
 from typing import Any, Optional, Sequence, Union
 
 import tfpipe
-from tfpipe import synthetic
+from tfpipe.domains.audio import synthetic
 from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.domains.image import synthetic as image_synthetic
 from tfpipe.core.source import FileSource, find

@@ -56,3 +56,28 @@ def test_no_old_module_has_a_file_and_tfpipe_itself_imports_no_old_path():
             "from tfpipe.core.chain import build_dataset; import tfpipe.storage.writer, tfpipe.bench, "
             "tfpipe.cli.data, tfpipe.cli.bench, tfpipe.service_bench, tfpipe.estimator")
     subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", code], check=True)
+
+
+def test_no_code_of_the_project_uses_an_old_path_even_inside_a_function():
+    import ast
+    import os
+
+    from tests.support import ROOT
+
+    old = set(compat.MOVED_MODULES) | {m for m in compat.MOVED_NAMES if m != "tfpipe"}
+    offenders = []
+    for top in ("tfpipe", "estimator_demo", "tests", "docs"):
+        for folder, _, files in os.walk(os.path.join(ROOT, top)):
+            for name in files:
+                path = os.path.join(folder, name)
+                if not name.endswith(".py") or path.endswith(("tfpipe/compat.py", "tests/test_compat.py")):
+                    continue
+                for node in ast.walk(ast.parse(open(path).read())):
+                    used = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                            [f"{node.module}.{a.name}" for a in node.names] + [node.module or ""]
+                            if isinstance(node, ast.ImportFrom) else [])
+                    used += [f"tfpipe.{node.attr}"] if (isinstance(node, ast.Attribute) and isinstance(
+                        node.value, ast.Name) and node.value.id == "tfpipe") else []
+                    bad = [u for u in used if u in old or u in ("tfpipe.FeatureConfig", "tfpipe.find_examples")]
+                    offenders += [f"{os.path.relpath(path, ROOT)}:{node.lineno}: {b}" for b in bad]
+    assert not offenders, "\n".join(offenders)

@@ -322,7 +322,7 @@ def run_prepare(data: Union[str, os.PathLike], workers: Sequence[int] = (1, 2), 
     Returns:
       PrepareResult (`.table()`, `.to_json()`).
     """
-    from tfpipe import shards as shard_writer
+    from tfpipe.storage.writer import write_shards_with_stats
 
     workers = tuple(dict.fromkeys(int(w) for w in workers))
     if not workers or min(workers) < 0 or repeats < 1:
@@ -338,7 +338,7 @@ def run_prepare(data: Union[str, os.PathLike], workers: Sequence[int] = (1, 2), 
             out = os.path.join(tmp, "shards")
             bar.set_description_str(f"bench --prepare: {num_workers} workers")
             start = time.perf_counter()
-            index, stats = shard_writer.write_shards_with_stats(
+            index, stats = write_shards_with_stats(
                 data, out, num_shards=num_shards, num_workers=num_workers, features=features, store=store,
                 progress=False)
             elapsed = time.perf_counter() - start

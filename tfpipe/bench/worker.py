@@ -99,7 +99,7 @@ def _dataset(job: dict) -> tuple[Any, bool]:
     """The variant's train dataset, and whether it was finite (then it is repeated here)."""
     import tensorflow as tf
 
-    from tfpipe import pipeline
+    from tfpipe.core.chain import build_dataset
 
     v = job["variant"]
     if v.kind == "keras":
@@ -109,7 +109,7 @@ def _dataset(job: dict) -> tuple[Any, bool]:
     elif v.kind == "input_fn":
         ds = user_fns.call_input_fn(v.fn, v.pipeline.batch_size, "train")
     else:
-        ds = pipeline.build_dataset(job["shards"] if v.kind == "shards" else job["data"], "train",
+        ds = build_dataset(job["shards"] if v.kind == "shards" else job["data"], "train",
                                     v.pipeline, v.features)
     cardinality = int(ds.cardinality())
     endless = cardinality == int(tf.data.INFINITE_CARDINALITY)

@@ -229,27 +229,28 @@ def define_inspect() -> None:
 
 
 def run_inspect(argv: Sequence[str]) -> None:
-    from tfpipe import shards
     from tfpipe.core.source import find
     from tfpipe.errors import DataError
     from tfpipe.storage import verify
+    from tfpipe.storage.index import INDEX_NAME, size_problem
+    from tfpipe.storage.source import ShardSource
 
     if len(argv) != 1:
         fail(USAGE["inspect"])
     root = os.path.abspath(argv[0])
     try:
         source = find(root)
-        if source.kind != "shards":
-            raise DataError(f"{root}: no {shards.INDEX_NAME}; not a shard folder (write one with "
+        if not isinstance(source, ShardSource):
+            raise DataError(f"{root}: no {INDEX_NAME}; not a shard folder (write one with "
                             f"tfpipe prepare --input {root} --output SHARDS)")
         checked = verify.verify_folder(source) if FLAGS.verify else None
     except (DataError, ValueError) as e:
         fail(str(e))
     index = source.index
     if checked is None:
-        status = [shards.size_problem(path, shard["bytes"]) or "ok"
+        status = [size_problem(path, shard["bytes"]) or "ok"
                   for shard, path in zip(index["shards"], source.paths)]
-        counts = shards.stored_class_counts(source)
+        counts = source.class_counts()
     else:
         status = [c.problem or "verified" for c in checked.shards]
         counts = [sum(column) for column in zip(*(c.class_counts for c in checked.shards))]

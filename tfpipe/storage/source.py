@@ -62,6 +62,13 @@ class ShardSource:
         index = self.index
         return RecordCodec.from_json(index["features"], index.get("label_key"), index.get("label_names", True))
 
+    def class_counts(self) -> Optional[list[int]]:
+        """Examples per class from the index (None for folders written before it recorded them)."""
+        shards = self.index["shards"]
+        if not shards or any(s.get("class_counts") is None for s in shards):
+            return None
+        return [sum(column) for column in zip(*(s["class_counts"] for s in shards))]
+
     def config(self, features: Any = None) -> Any:
         """The domain config to read with: `features`, or the one the shards were written with."""
         stored = self.index.get("domain")
