@@ -220,3 +220,40 @@ def test_csv_manifest_feeds_the_pipeline(tmp_path):
     (tmp_path / "m.csv").write_text("path,label\na/a000.wav,x\nb/b000.wav,y\nb/b001.wav,y\n")
     labels = np.concatenate([l for _, l in _eval(str(tmp_path / "m.csv"))])
     assert list(labels) == [0, 1, 1]
+
+
+# --- blocks of examples (v2 shards) cross the chain whole ---------------------------------------
+
+def _block_shards(tmp_path, n=150, num_shards=3):
+    """Your own examples in v2 block shards: example i has value i in every field."""
+    import tfpipe
+
+    examples = ({"x": np.full([3], i, np.float32), "label": i % 3} for i in range(n))
+    out = str(tmp_path / "blocks")
+    tfpipe.write_shards(examples, out, num_shards=num_shards, label_key="label", progress=False)
+    return out
+
+
+@pytest.mark.parametrize("shuffle_blocks", [True, False])
+def test_block_shuffle_gives_every_example_once_per_pass_and_mixes_blocks(tmp_path, shuffle_blocks):
+    data = _block_shards(tmp_path)
+    p = PipelineConfig.optimized(batch_size=16, seed=3, drop_remainder=False, shuffle_blocks=shuffle_blocks)
+    batches = list(build_dataset(data, "train", p, epochs=2).as_numpy_iterator())
+    seen = np.concatenate([f["x"][:, 0] for f, _ in batches]).astype(int)
+    assert collections.Counter(seen) == {i: 2 for i in range(150)}  # each example once per pass
+    first = seen[:150]
+    assert not np.array_equal(np.sort(first[:16]), np.arange(first[0], first[0] + 16))  # not one block in order
+    ops = dataset_ops(build_dataset(data, "train", p))
+    assert ("UnbatchDataset" in ops) != shuffle_blocks and ("RebatchDatasetV2" in ops) == shuffle_blocks
+
+
+def test_block_shards_in_eval_are_re_cut_in_order_without_unbatching(tmp_path):
+    data = _block_shards(tmp_path, n=50, num_shards=2)
+    ds = build_dataset(data, "eval", PipelineConfig.optimized(batch_size=16))
+    batches = list(ds.as_numpy_iterator())
+    assert [len(l) for _, l in batches] == [16, 16, 16, 2]
+    assert "UnbatchDataset" not in dataset_ops(ds)
+    order = [int(v) for v in np.concatenate([f["x"][:, 0] for f, _ in batches])]
+    written = [int(v) for f, _ in build_dataset(data, "eval", PipelineConfig.naive(batch_size=50)).as_numpy_iterator()
+               for v in f["x"][:, 0]]
+    assert order == written and sorted(order) == list(range(50))  # the file order, every example once

@@ -368,11 +368,18 @@ def test_hand_run_multi_host_mode_is_retired_with_the_beam_replacement_named(cor
 
 def test_block_shards_parse_inside_the_interleave_and_cast_after_batch(corpus, tmp_path):
     _write(corpus, tmp_path / "shards")  # float16 on disk: the only map after batch is the cast to float32
-    # Whole blocks cross the interleave's threads; unbatch (TF's own normalizing map + Unbatch) follows it.
+    # Whole blocks cross the interleave's threads, are shuffled whole, permuted per window and re-cut
+    # into batches (rebatch: TF's own normalizing map + Rebatch); no example crosses tf.data alone.
     assert _ops(tmp_path / "shards") == ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3",
-                                         "ParallelInterleaveDatasetV4", "MapDataset", "UnbatchDataset",
-                                         "ShuffleDatasetV3", "BatchDatasetV2", "ParallelMapDatasetV2",
-                                         "PrefetchDataset", "OptionsDataset"]
+                                         "ParallelInterleaveDatasetV4", "ShuffleDatasetV3", "MapDataset",
+                                         "RebatchDatasetV2", "ParallelMapDatasetV2", "MapDataset",
+                                         "RebatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset",
+                                         "OptionsDataset"]
+    # The example-level shuffle is the toggle's off side: unbatch after the interleave, then a buffer.
+    assert _ops(tmp_path / "shards", shuffle_blocks=False) == [
+        "TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3", "ParallelInterleaveDatasetV4", "MapDataset",
+        "UnbatchDataset", "ShuffleDatasetV3", "BatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset",
+        "OptionsDataset"]
 
 
 def _ops(shard_dir, features=FEAT, **toggles):
@@ -427,6 +434,6 @@ def test_cache_fuse_maps_and_deterministic_change_the_shard_chain(corpus, tmp_pa
 
 def test_naive_chain_reads_shards_one_by_one_and_parses_per_example(corpus, tmp_path):
     _write(corpus, tmp_path / "shards", format="tfrecord-example")
-    naive = tfpipe.build_dataset(tmp_path / "shards", "train", tfpipe.PipelineConfig.naive(), FEAT)
+    naive = tfpipe.build_dataset(tmp_path / "shards", "train", tfpipe.PipelineConfig.naive(batch_size=4), FEAT)
     assert dataset_ops(naive) == ["TensorSliceDataset", "FlatMapDataset", "ShuffleDatasetV3", "MapDataset",
                                   "BatchDatasetV2", "RepeatDataset", "OptionsDataset"]
