@@ -18,7 +18,7 @@ _EXPORTS = {
     "AudioConfig": "tfpipe.domains.audio.config",
     "ImageConfig": "tfpipe.domains.image.config",
     "Stage": "tfpipe.core.stage",
-    "python_fn": "tfpipe.core.stage",
+    "python_fn": "tfpipe.core.python_fn",
     "Source": "tfpipe.core.source",
     "FileSource": "tfpipe.core.source",
     "find": "tfpipe.core.source",

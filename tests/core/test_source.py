@@ -174,3 +174,60 @@ def test_an_empty_class_folder_keeps_its_label_id(tmp_path):
     train, held = (sources.find(str(tmp_path / d)) for d in ("train", "eval"))
     assert train.class_names == held.class_names == ("a", "b", "c")
     assert held.labels == (0, 2)
+
+
+# --- labels and folders that used to give silently wrong data ---------------------------------
+
+def test_numeric_csv_labels_are_their_own_ids_in_train_and_eval(tmp_path):
+    for i in range(12):
+        write_tone(str(tmp_path / "clips" / f"c{i}.wav"), 200 + 40 * i)
+    rows = [f"clips/c{i}.wav,{i}" for i in range(12)]
+    (tmp_path / "train.csv").write_text("path,label\n" + "\n".join(rows) + "\n")
+    (tmp_path / "eval.csv").write_text("path,label\n" + "\n".join(r for i, r in enumerate(rows) if i != 7) + "\n")
+    train, held = sources.find(str(tmp_path / "train.csv")), sources.find(str(tmp_path / "eval.csv"))
+    assert list(train.labels) == list(range(12))  # "10" is 10, not 2 (text order)
+    assert dict(zip(held.paths, held.labels)) == {p: l for p, l in zip(train.paths, train.labels) if l != 7}
+    assert train.class_names == held.class_names == tuple(str(i) for i in range(12))
+    assert sources.from_lists(["a.wav", "b.wav", "c.wav"], ["2", "10", "1"]).labels == (2, 10, 1)
+    assert sources.from_lists(["a.wav", "b.wav"], ["dog", "cat"]).labels == (1, 0)
+
+
+def test_a_file_listed_with_two_labels_and_a_missing_label_are_refused(tmp_path):
+    write_tone(str(tmp_path / "x.wav"), 300)
+    (tmp_path / "m.csv").write_text("path,label\nx.wav,1\nx.wav,2\n")
+    with pytest.raises(DataError, match=r"1 files are listed with different labels:\n  .*x.wav: 1, 2"):
+        sources.find(str(tmp_path / "m.csv"))
+    with pytest.raises(ValueError, match=r"label 0 is None: every example needs a label"):
+        sources.from_lists(["a.wav", "b.wav"], [None, 1])
+
+
+def _deep_folder(parent, min_length=4200):
+    """A folder whose path is longer than PATH_MAX, made step by step (relative to an open folder),
+    holding one wav: os.walk cannot list it, whoever runs the test (root too)."""
+    import os
+
+    fd = os.open(parent, os.O_RDONLY)
+    length = len(str(parent))
+    try:
+        while length < min_length:
+            os.mkdir("d" * 200, dir_fd=fd)
+            next_fd = os.open("d" * 200, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd, length = next_fd, length + 201
+        wav = write_tone(str(parent / "tmp.wav"), 500)
+        with open(wav, "rb") as f:
+            data = f.read()
+        os.remove(wav)
+        out = os.open("hidden.wav", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(out, data)
+        os.close(out)
+    finally:
+        os.close(fd)
+
+
+def test_a_class_subfolder_that_cannot_be_listed_is_an_error_not_missing_data(tmp_path):
+    data = make_corpus(tmp_path / "data", classes=("a", "b", "c"), per_class=2)
+    _deep_folder(tmp_path / "data" / "c")
+    with pytest.raises(DataError, match=r"1 folders cannot be listed, so their files would be left out:\n  .*"
+                                        r"File name too long"):
+        sources.find(data)

@@ -177,3 +177,42 @@ def test_non_utf8_file_names_reach_the_reader(tmp_path):
     other = write_tone(str(tmp_path / "b.wav"), 880, seconds=0.1)
     batches = _eval(([path, other], [0, 1]))
     assert np.concatenate([l for _, l in batches]).tolist() == [0, 1]
+
+
+# --- a user function that fails on some files ----------------------------------------------------
+
+def _strict_read(filename, label):
+    """Like the seed's read, but a TF assert refuses clips shorter than 0.1 s (files 0..2 here)."""
+    wav, label = _read_wav(filename, label)
+    tf.debugging.assert_greater_equal(tf.shape(wav)[0], 1600, message="clip shorter than 0.1 s")
+    return wav, label
+
+
+def test_a_failing_tf_function_is_named_in_the_error(files):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"clip shorter than 0.1 s[\s\S]*read\._strict_read/"):
+        _eval(files, read=_strict_read)
+
+
+def test_on_error_skip_leaves_failing_files_out_and_names_each_with_a_count(files, capfd):
+    batches = _eval(files, read=_strict_read, on_error="skip")
+    kept = sorted(_keys(batches))
+    assert len(kept) == 7  # clips 0.05, 0.07, 0.09 s are refused: 3 of 10
+    err = capfd.readouterr().err
+    for i in range(3):
+        assert f"tfpipe: skipped \"{files[0][i]}\" (on_error='skip'): read+process failed" in err
+    assert "skipped so far: 3" in err and "skipped so far: 4" not in err
+    with pytest.raises(ValueError, match="on_error='ignore': allowed values are 'raise' and 'skip'"):
+        _eval(files, on_error="ignore")
+
+
+def test_a_function_capturing_an_eager_tensor_is_named_with_the_fix(files):
+    scale = tf.constant(2.0)  # made eagerly, outside the function
+
+    def scaled(wav, label):
+        return {"wav": wav[:10] * scale}, label
+
+    tfpipe.build_dataset(files, "eval", OPT, read=_read_wav, process=scaled)  # eagerly it works
+    with tf.Graph().as_default():  # where an Estimator calls input_fn
+        with pytest.raises(ValueError, match=r"read\+process .*uses a tensor made outside it.*make the tensor "
+                                             r"inside the function"):
+            tfpipe.build_dataset(files, "eval", OPT, read=_read_wav, process=scaled)

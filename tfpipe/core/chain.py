@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 from typing import Any, Callable, Optional, Sequence
 
 import tensorflow as tf
@@ -42,7 +43,8 @@ def build_dataset(data: Any, mode: str = TRAIN, pipeline: Optional[PipelineConfi
                   features: Any = None, input_context: Optional[tf.distribute.InputContext] = None, *,
                   read: Any = None, process: Any = None, batch_process: Any = None,
                   feature_key: Optional[str] = None, epochs: Optional[int] = None,
-                  start_step: Optional[int] = None, allow_device_prefetch: bool = True) -> tf.data.Dataset:
+                  start_step: Optional[int] = None, allow_device_prefetch: bool = True,
+                  on_error: str = "raise") -> tf.data.Dataset:
     """Builds the input pipeline over any files and functions, every optimization behind its toggle.
 
     Args:
@@ -74,6 +76,11 @@ def build_dataset(data: Any, mode: str = TRAIN, pipeline: Optional[PipelineConfi
         before it is read. The shuffle toggles do not apply to this order.
       allow_device_prefetch: False where the consumer needs host tensors (Estimator's
         input_fn); prefetch_to_device is then skipped.
+      on_error: "raise" (default): an example whose per-example stages fail stops the pipeline
+        with TensorFlow's error (your functions' ops are named "read.FN", "process.FN" in it;
+        a python_fn names the file). "skip": such an example is left out and named on stderr
+        with a running count (never a silent drop); each example then crosses a small
+        dataset of its own, which costs time: use it to find or ride over a few bad files.
 
     Returns:
       A dataset of `(features, labels)` batches; features is a dict (the domain's keys, or
@@ -85,9 +92,11 @@ def build_dataset(data: Any, mode: str = TRAIN, pipeline: Optional[PipelineConfi
       ValueError / tfpipe.DataError: unusable data or arguments, naming the file and the fix.
     """
     pipeline, mode = check_args(pipeline, mode, epochs, start_step, feature_key)
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error={on_error!r}: allowed values are 'raise' and 'skip'")
     inputs = find(data).chain_input(mode, features, read=read, process=process, batch_process=batch_process)
     request = Request(mode, epochs, start_step is not None, _sharded(input_context), feature_key,
-                      allow_device_prefetch)
+                      allow_device_prefetch, on_error)
     return apply(plan(pipeline, inputs.yields, request), inputs, pipeline, request,
                  input_context=input_context, start_step=start_step or 0)
 
@@ -201,6 +210,8 @@ def _read_files(ds, step: Step, ctx: _Context):
 
 def _map(ds, step: Step, ctx: _Context):
     stage = fuse(step.stages)
+    if step.per_example and ctx.request.on_error == "skip":
+        return skip_failures(ds, stage, ctx.ordered)
     return apply_stage(ds, stage, step.parallel, ctx.ordered)
 
 
@@ -278,9 +289,55 @@ _STEPS: dict[str, Callable[[tf.data.Dataset, Step, _Context], tf.data.Dataset]] 
 
 def apply_stage(ds: tf.data.Dataset, stage: Stage, parallel: bool, ordered: bool) -> tf.data.Dataset:
     """ds.map(stage.fn), parallel or sequential, named after the stage (bench --ops shows the name)."""
-    if parallel:
-        return ds.map(stage.fn, num_parallel_calls=AUTOTUNE, deterministic=ordered, name=_op_name(stage.name))
-    return ds.map(stage.fn, name=_op_name(stage.name))
+    try:
+        if parallel:
+            return ds.map(stage.fn, num_parallel_calls=AUTOTUNE, deterministic=ordered, name=_op_name(stage.name))
+        return ds.map(stage.fn, name=_op_name(stage.name))
+    except RuntimeError as e:
+        if "EagerTensor" not in str(e):
+            raise
+        raise ValueError(f"{stage.name} ({getattr(stage.fn, '__name__', 'fn')}): the function uses a tensor made "
+                         f"outside it ({str(e).splitlines()[0][:160]}). It works eagerly, but an Estimator calls "
+                         f"input_fn in a graph of its own where that tensor does not exist: make the tensor "
+                         f"inside the function (tf.constant(...) in its body) or capture a numpy array "
+                         f"instead") from None
+
+
+def skip_failures(ds: tf.data.Dataset, stage: Stage, ordered: bool) -> tf.data.Dataset:
+    """ds.map(stage.fn), where an element that fails is left out and named on stderr with a running count.
+
+    Each element is mapped inside a one-element dataset whose error is ignored, followed by a
+    marker that stands in for it when it failed; the marker carries the file's path (the
+    element's first string), which a sequential scan prints and counts before it is filtered.
+    """
+    def one(*element):
+        path = next((t for t in tf.nest.flatten(element) if t.dtype == tf.string and t.shape.rank == 0),
+                    tf.constant("(an element without a path)"))
+        done = tf.data.Dataset.from_tensors(element).map(stage.fn).ignore_errors(log_warning=True)
+        blank = tf.nest.map_structure(lambda s: tf.zeros([d or 0 for d in s.shape], s.dtype), done.element_spec)
+        failed = tf.data.Dataset.from_tensors((False, path, blank))
+        def mark(*out):
+            return True, path, out if len(out) > 1 else out[0]
+
+        return done.map(mark).concatenate(failed).take(1)
+
+    def count(skipped, marked):
+        ok, path, out = marked
+        skipped += tf.cast(tf.logical_not(ok), tf.int64)
+        if not ok:
+            tf.print("tfpipe: skipped", path, "(on_error='skip'):", stage.name, "failed on it; TensorFlow's",
+                     "message is the warning above; skipped so far:", skipped, output_stream=sys.stderr)
+        return skipped, (ok, out)
+
+    def kept(ok, out):
+        return ok
+
+    def value(ok, out):
+        return out
+
+    ds = ds.interleave(one, cycle_length=AUTOTUNE, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+    ds = ds.scan(tf.constant(0, tf.int64), count)
+    return ds.filter(kept).map(value)
 
 
 def batch(ds: tf.data.Dataset, batch_size: int, drop_remainder: bool,

@@ -52,6 +52,7 @@ class Step:
     count: Optional[int] = None  # repeat: epochs (None: endless)
     parallel: bool = False  # map / read_files: num_parallel_calls=AUTOTUNE
     drop_remainder: bool = False  # batch / rebatch
+    per_example: bool = False  # map: runs on one example at a time (on_error="skip" guards these)
     note: str = ""  # why the step is there, shown by describe()
 
     def __str__(self) -> str:
@@ -70,6 +71,8 @@ class Request:
       sharded: several input pipelines (an InputContext): each reads its share of the files.
       feature_key: yield features[feature_key] instead of the dict.
       device_prefetch: the consumer takes device tensors (False for an Estimator's input_fn).
+      on_error: "raise" (an example whose stages fail stops the pipeline) or "skip" (it is
+        left out, and named on stderr with a running count).
     """
 
     mode: str = TRAIN
@@ -78,6 +81,7 @@ class Request:
     sharded: bool = False
     feature_key: Optional[str] = None
     device_prefetch: bool = True
+    on_error: str = "raise"
 
 
 def split_stages(stages: Sequence[Any], vectorize: bool) -> tuple[list, list]:
@@ -140,7 +144,7 @@ def examples_plan(p: Any, source: Yields, request: Request = Request()) -> tuple
         steps.append(Step("shuffle_files", note="paths are cheap to buffer; decoded data is not"))
     if source.records and not resume:
         steps.append(Step("read_files", parallel=p.parallel_reads, note="records of many files at once"))
-    steps += _maps(head, p)
+    steps += _maps(head, p, per_example=True)
     if cache:
         steps.append(Step("cache", note="one epoch of examples, before any random stage"))
         if train and p.repeat_before_shuffle:
@@ -151,7 +155,7 @@ def examples_plan(p: Any, source: Yields, request: Request = Request()) -> tuple
         steps.append(Step("shuffle_blocks", note="whole blocks, then one permutation per window of them"))
     elif shuffle_examples:
         steps.append(Step("shuffle_examples", note="decoded examples (or records): a big buffer"))
-    return tuple(steps) + _maps(tail, p)
+    return tuple(steps) + _maps(tail, p, per_example=True)
 
 
 def batches_plan(p: Any, source: Yields, request: Request = Request()) -> tuple[Step, ...]:
@@ -205,13 +209,13 @@ def _blocks_whole(p: Any, source: Yields, request: Request, tail: Sequence[Any])
     return request.mode != TRAIN or getattr(p, "shuffle_blocks", False)
 
 
-def _maps(stages: Sequence[Any], p: Any) -> tuple[Step, ...]:
+def _maps(stages: Sequence[Any], p: Any, per_example: bool = False) -> tuple[Step, ...]:
     """One map step per stage, or one fused map for all of them (fuse_maps)."""
     if not stages:
         return ()
     if p.fuse_maps:
-        return (Step("map", tuple(stages), parallel=p.parallel_map),)
-    return tuple(Step("map", (s,), parallel=p.parallel_map) for s in stages)
+        return (Step("map", tuple(stages), parallel=p.parallel_map, per_example=per_example),)
+    return tuple(Step("map", (s,), parallel=p.parallel_map, per_example=per_example) for s in stages)
 
 
 def describe(steps: Sequence[Step]) -> str:

@@ -14,6 +14,7 @@ import dataclasses
 import glob as glob_lib
 import hashlib
 import os
+import stat
 from typing import Any, Callable, Optional, Protocol, Sequence, Union
 
 import tensorflow as tf
@@ -22,7 +23,7 @@ from tfpipe.core import plugins
 from tfpipe.core.domain import Domain
 from tfpipe.core.plan import Yields
 from tfpipe.core.stage import Stage, user_stages
-from tfpipe.errors import DataError
+from tfpipe.errors import DataError, listed
 
 INDEX_NAME = "tfpipe.json"
 MAX_LISTED = 5  # bad files named in one error message
@@ -228,22 +229,50 @@ def folder(root: str) -> str:
 
 
 def from_lists(paths: Sequence[Any], labels: Sequence[Any], root: str = "") -> FileSource:
-    """A FileSource over the user's own paths and labels (int ids, or names sorted into ids)."""
+    """A FileSource over the user's own paths and labels (int ids, or names made into ids by label_ids)."""
     paths = [os.fspath(p.decode() if isinstance(p, bytes) else p) for p in paths]
     labels = list(labels.tolist() if hasattr(labels, "tolist") else labels)
     if len(paths) != len(labels):
         raise ValueError(f"{len(paths)} paths but {len(labels)} labels: pass one label per path")
     if not paths:
         raise ValueError("no paths given")
-    if all(isinstance(l, (int,)) and not isinstance(l, bool) for l in labels):
-        if min(labels) < 0:
-            raise ValueError(f"label {min(labels)}: label ids must be >= 0")
-        names = tuple(str(i) for i in range(max(labels) + 1))
-        ids = labels
-    else:
-        names = tuple(sorted({str(l) for l in labels}))
-        ids = [names.index(str(l)) for l in labels]
-    return FileSource(root, tuple(paths), tuple(int(i) for i in ids), names, _common_domain(paths))
+    ids, names = label_ids(labels)
+    return FileSource(root, tuple(paths), tuple(ids), names, _common_domain(paths))
+
+
+def label_ids(labels: Sequence[Any]) -> tuple[list[int], tuple[str, ...]]:
+    """(id per label, class names by id) for labels given as ints, digit strings, or names.
+
+    Whole numbers (7 or "7") are their own ids, so a train and an eval list agree even when one
+    lacks a class ("8" is 8 in both; sorting them as text would make "10" come before "2").
+    Other names are sorted, so the same set of names always gets the same ids.
+
+    Raises:
+      ValueError: a missing label (None, NaN, ""), or a negative id, naming its position.
+    """
+    for i, label in enumerate(labels):
+        if label is None or (isinstance(label, float) and label != label) or (isinstance(label, str) and
+                                                                                not label.strip()):
+            raise ValueError(f"label {i} is {label!r}: every example needs a label (an int id or a class name)")
+    numbers = [_whole_number(label) for label in labels]
+    if all(n is not None for n in numbers):
+        if min(numbers) < 0:
+            raise ValueError(f"label {labels[numbers.index(min(numbers))]!r}: label ids must be >= 0")
+        return numbers, tuple(str(i) for i in range(max(numbers) + 1))
+    names = tuple(sorted({str(label) for label in labels}))
+    position = {name: i for i, name in enumerate(names)}
+    return [position[str(label)] for label in labels], names
+
+
+def _whole_number(label: Any) -> Optional[int]:
+    """The int a label stands for (3, np.int64(3), "3", " 3"), else None."""
+    if isinstance(label, bool):
+        return None
+    if isinstance(label, int) or (hasattr(label, "dtype") and getattr(label.dtype, "kind", "") in "iu"):
+        return int(label)
+    if isinstance(label, str) and label.strip().lstrip("-").isdigit():
+        return int(label.strip())
+    return None
 
 
 def _common_domain(paths: Sequence[str]) -> str:
@@ -268,22 +297,31 @@ def _class_folder(root: str) -> FileSource:
     ids of the classes after it, so a train and an eval folder would disagree.
     """
     by_domain: dict[str, dict[str, list[str]]] = {}
-    classes, stray = [], []
-    for name in sorted(os.listdir(root)):
+    classes, stray, unreadable = [], [], []
+    for name in sorted(_listdir(root)):
         class_dir = os.path.join(root, name)
-        if not os.path.isdir(class_dir):
+        try:
+            is_dir = stat.S_ISDIR(os.stat(class_dir).st_mode)
+        except OSError as e:  # a name too long, a link to nowhere: said, not skipped
+            unreadable.append(e)
+            continue
+        if not is_dir:
             if domain_of(name):
                 stray.append(class_dir)
             continue
         if name.startswith("."):  # .ipynb_checkpoints, .git, tfpipe's own work folders
             continue
         classes.append(name)
-        for d, subdirs, fs in sorted(os.walk(class_dir)):
+        for d, subdirs, fs in sorted(os.walk(class_dir, onerror=unreadable.append)):
             subdirs[:] = sorted(s for s in subdirs if not s.startswith("."))
             for f in sorted(fs):
                 domain = domain_of(f)
                 if domain:
                     by_domain.setdefault(domain.name, {}).setdefault(name, []).append(os.path.join(d, f))
+    if unreadable:  # os.walk would skip them: their files would be missing without a word
+        raise DataError(f"{root}: {len(unreadable)} folders cannot be listed, so their files would be left out:"
+                        + listed(f"{e.filename}: {e.strerror}" for e in unreadable)
+                        + "\nfix their permissions (chmod +rx) or move them out of the data folder")
     if stray:
         raise ValueError(f"{root}: {stray[0]} is not inside a class folder; put each file under {root}/<class_name>/")
     if len(by_domain) > 1:
@@ -293,6 +331,14 @@ def _class_folder(root: str) -> FileSource:
         raise ValueError(f"{root}: no {_known_extensions()} files found; expected one subfolder per class")
     domain, files_by_class = next(iter(by_domain.items()))
     return _labelled(root, {c: sorted(files_by_class.get(c, [])) for c in classes}, domain)
+
+
+def _listdir(folder: str) -> list[str]:
+    """os.listdir, or a DataError naming the folder and why it cannot be listed."""
+    try:
+        return os.listdir(folder)
+    except OSError as e:
+        raise DataError(f"{folder}: cannot list the folder ({e.strerror}); fix its permissions or the path") from None
 
 
 def _glob(pattern: str) -> FileSource:
@@ -333,10 +379,19 @@ def _csv_manifest(csv_path: str) -> FileSource:
     if missing:
         raise DataError(f"{csv_path}: {len(missing)} listed files do not exist, e.g. "
                         f"{', '.join(missing[:MAX_LISTED])}; relative paths resolve against the CSV's folder")
-    files_by_class: dict[str, list[str]] = {}
+    labels_of: dict[str, set] = {}
     for path, label in rows:
-        files_by_class.setdefault(label, []).append(path)
-    return _labelled(csv_path, dict(sorted(files_by_class.items())), _common_domain([p for p, _ in rows]))
+        labels_of.setdefault(path, set()).add(label)
+    conflicting = sorted(p for p, ls in labels_of.items() if len(ls) > 1)
+    if conflicting:
+        raise DataError(f"{csv_path}: {len(conflicting)} files are listed with different labels:"
+                        + listed(f"{p}: {', '.join(sorted(labels_of[p]))}" for p in conflicting)
+                        + "\ngive each file one label")
+    ids, names = label_ids([label for _, label in rows])
+    files_by_class: dict[str, list[str]] = {name: [] for name in names}
+    for (path, _), i in zip(rows, ids):
+        files_by_class[names[i]].append(path)
+    return _labelled(csv_path, files_by_class, _common_domain([p for p, _ in rows]))
 
 
 def _labelled(root: str, files_by_class: dict, domain: str, min_classes: int = 2) -> FileSource:

@@ -1,4 +1,4 @@
-"""Stage: one named map step of a chain; compose() fuses steps; python_fn() wraps numpy code.
+"""Stage: one named map step of a chain; compose() fuses steps; user_stages() makes a user's functions stages.
 
 A chain is a list of stages. Which of them run before or after `batch`, fused or not,
 parallel or not, is the chain's decision (tfpipe.core.chain), taken from the toggles;
@@ -8,7 +8,6 @@ a stage only says what it computes and whether it also works on a whole batch.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 from typing import Any, Callable, Sequence
 
@@ -58,12 +57,32 @@ def fuse(stages: Sequence[Stage]) -> Stage:
 
 
 def as_stage(fn: Any, name: str, batchable: bool = False, random: bool = False) -> Stage:
-    """A user's function (plain callable, python_fn result or Stage) as a Stage."""
+    """A user's function (plain callable, python_fn result or Stage) as a Stage.
+
+    Its ops run under the name scope "NAME.FUNCTION" (e.g. "process.parse_wav"), so an error
+    raised inside it by TensorFlow names the function: `{{node process.parse_wav/...}}`.
+    """
     if isinstance(fn, Stage):
         return fn
     if not callable(fn):
         raise ValueError(f"{name}={fn!r}: expected a function (or tfpipe.python_fn(fn, output_signature))")
-    return Stage(name, fn, batchable=batchable, python=bool(getattr(fn, "tfpipe_python", False)), random=random)
+    return Stage(name, scoped(fn, f"{name}.{getattr(fn, '__name__', 'fn')}"), batchable=batchable,
+                 python=bool(getattr(fn, "tfpipe_python", False)), random=random)
+
+
+def scoped(fn: Callable[..., Any], scope: str) -> Callable[..., Any]:
+    """fn with its ops under the name scope `scope` (made a valid TF scope name)."""
+    scope = re.sub(r"[^A-Za-z0-9_.\-]", "_", scope).lstrip("_.-") or "fn"
+
+    def in_scope(*element):
+        import tensorflow as tf  # traced inside a tf.data map: TensorFlow is loaded by then
+
+        with tf.name_scope(scope):
+            return fn(*element)
+
+    # __name__ stays "in_scope": AutoGraph finds a function's source by it, and converts fn inside.
+    in_scope.tfpipe_python = getattr(fn, "tfpipe_python", False)
+    return in_scope
 
 
 def user_stages(read: Any = None, process: Any = None, batch_process: Any = None) -> list[Stage]:
@@ -76,53 +95,3 @@ def user_stages(read: Any = None, process: Any = None, batch_process: Any = None
     return [as_stage(fn, name, batchable, random=name != "read") for fn, name, batchable in
             ((read, "read", False), (process, "process", False), (batch_process, "batch_process", True))
             if fn is not None]
-
-
-def python_fn(fn: Callable[..., Any], output_signature: Any, *, name: str = "") -> Callable[..., Any]:
-    """Wraps a plain-Python (numpy, librosa, PIL) function so a tf.data map can call it.
-
-    The function receives numpy values (bytes for strings) and must return values
-    matching `output_signature` (a tf.TensorSpec or a nested structure of them, like
-    `tf.data.Dataset.from_generator`'s). It runs under the GIL, so parallel maps gain
-    little from it, and the tf.data service refuses it (the graph cannot carry Python).
-    Prefer TensorFlow ops where they exist.
-
-    Args:
-      fn: the Python function.
-      output_signature: tf.TensorSpec(s) of what fn returns; shapes may have None dims.
-      name: op name shown by `tfpipe bench --ops` (default: fn's name).
-
-    Returns:
-      A function of tensors returning tensors with the declared dtypes and shapes.
-    """
-    import tensorflow as tf  # here, not at the top: the pure chain plan reads Stage without TensorFlow
-
-    specs = tf.nest.flatten(output_signature)
-    if not specs or not all(isinstance(s, tf.TensorSpec) for s in specs):
-        raise ValueError(f"python_fn({getattr(fn, '__name__', fn)!r}): output_signature must be a "
-                         f"tf.TensorSpec or a nested structure of them, got {output_signature!r}")
-
-    # An op name must start with a letter or digit: "_read_wav" -> "read_wav".
-    op_name = re.sub(r"[^A-Za-z0-9_.]", "_", name or getattr(fn, "__name__", "python_fn")).lstrip("_.") or "python_fn"
-
-    def flat_fn(*args):
-        return [_as_array(v, s) for v, s in zip(tf.nest.flatten(fn(*args)), specs, strict=True)]
-
-    @functools.wraps(fn)
-    def wrapped(*args):
-        flat = tf.numpy_function(flat_fn, list(args), [s.dtype for s in specs], stateful=False,
-                                 name=op_name)
-        flat = [tf.ensure_shape(t, s.shape) for t, s in zip(flat, specs)]
-        return tf.nest.pack_sequence_as(output_signature, flat)
-
-    wrapped.tfpipe_python = True
-    return wrapped
-
-
-def _as_array(value: Any, spec: Any) -> Any:
-    """numpy value of the declared dtype, so numpy_function's dtype check passes."""
-    import numpy as np
-
-    if spec.dtype.name == "string":
-        return np.asarray(value, dtype=object)
-    return np.asarray(value, dtype=spec.dtype.as_numpy_dtype)
