@@ -21,7 +21,6 @@ from typing import Any, Iterator, Optional, Sequence, TextIO
 
 import tensorflow as tf
 
-from tfpipe.core import source as sources
 from tfpipe.bench.report import align_table
 from tfpipe.config import PipelineConfig
 from tfpipe.domains.audio.config import AudioConfig
@@ -192,7 +191,7 @@ def bench_workers(data: Data, worker_counts: Sequence[int] = (0, 1, 2),
                       flush=True)
     median = {n: statistics.median(rates) for n, rates in runs.items()}
     base = min((n for n in worker_counts if n), default=None)
-    return {"data": os.fspath(data) if not isinstance(data, sources.Source) else data.root,
+    return {"data": data.root if hasattr(data, "chain_input") else os.fspath(data),
             "pipeline": dataclasses.asdict(pipeline), "features": dataclasses.asdict(features),
             "cpus": os.cpu_count(), "pinned": pin_workers and can_pin(), "batches": batches, "warmup": warmup,
             "repeats": repeats, "runs": runs, "median": median,
