@@ -6,13 +6,17 @@ Nothing here imports tf.estimator until a receiver is built, so Keras users neve
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Any, Callable, Optional, Sequence
 
 import tensorflow as tf
 
 from tfpipe.config import PipelineConfig
-from tfpipe.core.chain import build_dataset, normalize_mode
-from tfpipe.core.source import Data, get_domain
+from tfpipe.core import ledger
+from tfpipe.core.chain import build, check_args
+from tfpipe.core.source import Data, find, get_domain
+
+_LOG = logging.getLogger("tfpipe")
 
 
 def make_input_fn(data: Data, mode: str = "train", pipeline: Optional[PipelineConfig] = None,
@@ -24,10 +28,13 @@ def make_input_fn(data: Data, mode: str = "train", pipeline: Optional[PipelineCo
     `params["batch_size"]`, when the Estimator sets it, overrides the batch size.
 
     In train mode the stream continues where the latest checkpoint in the Estimator's
-    model_dir left it (its global_step, read when the input_fn is called): `train(steps=N)`
-    twice sees what `train(steps=2N)` sees once, and `train_and_evaluate` does not restart
-    the data after each evaluation. This uses the resumable order (build_dataset's
-    start_step; seed 0 when PipelineConfig.seed is unset).
+    model_dir left it: `train(steps=N)` twice sees what `train(steps=2N)` sees once, and
+    `train_and_evaluate` does not restart the data after each evaluation. Each call records
+    the stream's position, batch size and files beside the checkpoints
+    (`tfpipe-input-*.json`), so a later call continues exactly also after the batch size
+    changed, and when the files changed it starts the next epoch of the new files (and says
+    so) instead of repeating some examples and skipping others. This uses the resumable
+    order (build_dataset's start_step; seed 0 when PipelineConfig.seed is unset).
 
     Args:
       data: anything build_dataset takes: a folder, CSV, glob, shard folder, `(paths, labels)`.
@@ -36,27 +43,51 @@ def make_input_fn(data: Data, mode: str = "train", pipeline: Optional[PipelineCo
       features: the domain's config (default: the domain's, or a shard folder's own).
       resume: train mode: continue from the checkpoint's global step (False: start the
         shuffled stream afresh at every call, as a plain input_fn does).
-      **kwargs: build_dataset's keyword arguments: read=, process=, batch_process=, feature_key=.
+      **kwargs: build_dataset's keyword arguments: read=, process=, batch_process=, feature_key=,
+        on_error=.
+
+    Raises:
+      ValueError: resume with a cache (a cache replays one epoch in a fixed order and cannot
+        start mid-stream): pass resume=False or drop the cache.
     """
-    mode = normalize_mode(mode)
-    pipeline = pipeline or PipelineConfig.optimized()
-    resume = resume and mode == "train" and not pipeline.cache
+    pipeline, mode = check_args(pipeline, mode, None, None)
+    if resume and mode == "train" and pipeline.cache:
+        raise ValueError(f"make_input_fn(resume=True) with cache={pipeline.cache!r}: a cache replays one epoch in a "
+                         f"fixed order and cannot start where the last checkpoint stopped, so every input_fn call "
+                         f"(after each evaluation of train_and_evaluate) would replay the same first batches; pass "
+                         f"resume=False to accept that, or drop the cache (cache='')")
+    resume = resume and mode == "train"
 
     def input_fn(params: Optional[dict] = None, input_context: Optional[tf.distribute.InputContext] = None,
                  config: Any = None) -> tf.data.Dataset:
         chain = pipeline
         if params and params.get("batch_size"):
             chain = dataclasses.replace(chain, batch_size=int(params["batch_size"]))
-        start = None
-        if resume:
-            # Each step takes one batch per replica this pipeline feeds.
-            per_step = (input_context.num_replicas_in_sync // input_context.num_input_pipelines
-                        if input_context else 1)
-            start = checkpoint_step(getattr(config, "model_dir", None)) * max(1, per_step)
-        return build_dataset(data, mode, chain, features, input_context, start_step=start,
-                             allow_device_prefetch=False, **kwargs)
+        source = find(data)
+        start = resume_position(source, chain, input_context, getattr(config, "model_dir", None)) if resume else None
+        return build(source, mode, chain, features, input_context, start_example=start,
+                     allow_device_prefetch=False, **kwargs)
 
     return input_fn
+
+
+def resume_position(source: Any, pipeline: PipelineConfig, input_context: Optional[tf.distribute.InputContext],
+                    model_dir: Optional[str]) -> int:
+    """The train stream position (in examples) where the latest checkpoint in model_dir stopped; recorded."""
+    # Each step takes one batch per replica this pipeline feeds.
+    per_step = max(1, input_context.num_replicas_in_sync // input_context.num_input_pipelines) if input_context else 1
+    pipeline_id, pipelines = ((input_context.input_pipeline_id, input_context.num_input_pipelines)
+                              if input_context else (0, 1))
+    counts = source.examples_per_file()
+    step = checkpoint_step(model_dir)
+    now = ledger.Entry(step, 0, pipeline.batch_size, per_step,
+                       ledger.fingerprint([str(p) for p in source.paths], counts),
+                       sum(counts[pipeline_id::pipelines]))
+    resumed = ledger.resume_position(model_dir, pipeline_id, step, now)
+    if resumed.note:
+        _LOG.warning(resumed.note)
+    ledger.record(model_dir, pipeline_id, dataclasses.replace(now, position=resumed.position))
+    return resumed.position
 
 
 def checkpoint_step(model_dir: Optional[str]) -> int:

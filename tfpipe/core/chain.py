@@ -92,13 +92,25 @@ def build_dataset(data: Any, mode: str = TRAIN, pipeline: Optional[PipelineConfi
       ValueError / tfpipe.DataError: unusable data or arguments, naming the file and the fix.
     """
     pipeline, mode = check_args(pipeline, mode, epochs, start_step, feature_key)
+    start = None if start_step is None else start_step * pipeline.batch_size
+    return build(data, mode, pipeline, features, input_context, read=read, process=process,
+                 batch_process=batch_process, feature_key=feature_key, epochs=epochs, start_example=start,
+                 allow_device_prefetch=allow_device_prefetch, on_error=on_error)
+
+
+def build(data: Any, mode: str, pipeline: PipelineConfig, features: Any = None,
+          input_context: Optional[tf.distribute.InputContext] = None, *, read: Any = None, process: Any = None,
+          batch_process: Any = None, feature_key: Optional[str] = None, epochs: Optional[int] = None,
+          start_example: Optional[int] = None, allow_device_prefetch: bool = True,
+          on_error: str = "raise") -> tf.data.Dataset:
+    """build_dataset with checked arguments and the resume position in examples (make_input_fn's ledger)."""
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error={on_error!r}: allowed values are 'raise' and 'skip'")
     inputs = find(data).chain_input(mode, features, read=read, process=process, batch_process=batch_process)
-    request = Request(mode, epochs, start_step is not None, _sharded(input_context), feature_key,
+    request = Request(mode, epochs, start_example is not None, _sharded(input_context), feature_key,
                       allow_device_prefetch, on_error)
     return apply(plan(pipeline, inputs.yields, request), inputs, pipeline, request,
-                 input_context=input_context, start_step=start_step or 0)
+                 input_context=input_context, start_example=start_example or 0)
 
 
 def check_args(pipeline: Any, mode: Any, epochs: Any, start_step: Any,
@@ -137,7 +149,7 @@ class _Context:
     p: PipelineConfig
     request: Request
     input_context: Optional[tf.distribute.InputContext]
-    start_step: int
+    start_example: int
 
     @property
     def ordered(self) -> bool:
@@ -146,9 +158,9 @@ class _Context:
 
 
 def apply(steps: Sequence[Step], inputs: ChainInput, p: PipelineConfig, request: Request, *,
-          input_context: Optional[tf.distribute.InputContext] = None, start_step: int = 0) -> tf.data.Dataset:
+          input_context: Optional[tf.distribute.InputContext] = None, start_example: int = 0) -> tf.data.Dataset:
     """Runs the plan's steps over the source's file table; the chain's options last."""
-    ctx = _Context(inputs, p, request, input_context, start_step)
+    ctx = _Context(inputs, p, request, input_context, start_example)
     check_not_empty(inputs, p, request, steps, input_context.num_input_pipelines if request.sharded else 1)
     ds = inputs.files
     for step in steps:
@@ -188,7 +200,7 @@ def _shard(ds, step: Step, ctx: _Context):
 
 
 def _resume(ds, step: Step, ctx: _Context):
-    return resume_lib.stream(ds, ctx.inputs, ctx.p.seed or 0, ctx.start_step * ctx.p.batch_size)
+    return resume_lib.stream(ds, ctx.inputs, ctx.p.seed or 0, ctx.start_example)
 
 
 def _repeat(ds, step: Step, ctx: _Context):

@@ -113,6 +113,9 @@ class Source(Protocol):
     @property
     def num_examples(self) -> int: ...
 
+    def examples_per_file(self) -> tuple[int, ...]:
+        """Examples in each of `paths` (the resumable order's epoch is their sum)."""
+
     def chain_input(self, mode: str, features: Any = None, *, read: Any = None, process: Any = None,
                     batch_process: Any = None) -> ChainInput: ...
 
@@ -144,6 +147,10 @@ class FileSource:
     @property
     def num_examples(self) -> int:
         return len(self.paths)
+
+    def examples_per_file(self) -> tuple[int, ...]:
+        """One example per file."""
+        return (1,) * len(self.paths)
 
     def subset(self, keep: Sequence[int]) -> "FileSource":
         """The same source with only the files at positions `keep` (class names kept)."""

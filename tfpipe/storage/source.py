@@ -62,6 +62,10 @@ class ShardSource:
         index = self.index
         return RecordCodec.from_json(index["features"], index.get("label_key"), index.get("label_names", True))
 
+    def examples_per_file(self) -> tuple[int, ...]:
+        """Examples in each shard, from the index."""
+        return tuple(int(s["num_examples"]) for s in self.index["shards"])
+
     def class_counts(self) -> Optional[list[int]]:
         """Examples per class from the index (None for folders written before it recorded them)."""
         shards = self.index["shards"]
