@@ -61,3 +61,18 @@ def test_feature_shapes_follow_librosa_centered_frames():
     f = AudioConfig(sample_rate=16000, clip_seconds=1.0, hop_length=160, n_mels=64)
     assert f.num_samples == 16000 and f.num_frames == 101 and f.feature_shape == (101, 64)
     assert AudioConfig(output="waveform", clip_seconds=0.5).feature_shape == (8000,)
+
+
+def test_bucket_boundaries_take_sequences_or_text_and_must_increase():
+    assert PipelineConfig(bucket_boundaries=[50, 100]).bucket_boundaries == (50, 100)
+    assert PipelineConfig(bucket_boundaries="50, 100,200").bucket_boundaries == (50, 100, 200)
+    assert PipelineConfig().bucket_boundaries == ()
+    for bad in ((100, 50), (0, 10), ("a",)):
+        with pytest.raises(ValueError, match="PipelineConfig.bucket_boundaries="):
+            PipelineConfig(bucket_boundaries=bad)
+
+
+def test_a_snapshot_cache_needs_a_folder():
+    with pytest.raises(ValueError, match=r"cache='snapshot:': name the snapshot folder"):
+        PipelineConfig(cache="snapshot:")
+    assert PipelineConfig(cache="snapshot:/tmp/x").cache == "snapshot:/tmp/x"

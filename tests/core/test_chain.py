@@ -257,3 +257,30 @@ def test_block_shards_in_eval_are_re_cut_in_order_without_unbatching(tmp_path):
     written = [int(v) for f, _ in build_dataset(data, "eval", PipelineConfig.naive(batch_size=50)).as_numpy_iterator()
                for v in f["x"][:, 0]]
     assert order == written and sorted(order) == list(range(50))  # the file order, every example once
+
+
+# --- arguments that used to fail deep inside, or silently ----------------------------------------
+
+def test_a_naive_train_stream_that_batch_size_would_leave_empty_is_an_error(corpus):
+    with pytest.raises(ValueError, match=r"12 examples \(12 per input pipeline, 1 pass\(es\) before batching\) "
+                                         r"but batch_size=1000 with drop_remainder: every example would be dropped"):
+        build_dataset(corpus, "train", PipelineConfig.naive(batch_size=1000), FEAT)
+    # Repeating before batching, batches span epochs: the same batch size works.
+    assert len(next(iter(build_dataset(corpus, "train", PipelineConfig.optimized(batch_size=1000), FEAT)))[1]) == 1000
+    assert len(next(iter(build_dataset(corpus, "train", PipelineConfig.naive(batch_size=1000, drop_remainder=False),
+                                       FEAT)))[1]) == 12
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(pipeline="naive"), r"pipeline='naive': pass a PipelineConfig, e.g. tfpipe.PipelineConfig.preset\('naive'\)"),
+    (dict(pipeline={"batch_size": 8}), r"pipeline=dict: pass a PipelineConfig"),
+    (dict(epochs=2.5), r"epochs=2.5: expected a whole number \(int\), got float"),
+    (dict(start_step="5"), r"start_step='5': expected a whole number \(int\), got str"),
+    (dict(mode="training"), r"mode='training': allowed values are 'train', 'eval', 'predict'"),
+    (dict(start_step=3, pipeline=PipelineConfig.optimized(cache="memory")),
+     r"start_step=3 with cache='memory': a cache replays one epoch in a fixed order"),
+])
+def test_wrong_arguments_are_named_with_what_is_allowed(corpus, kwargs, message):
+    kwargs = {"mode": "train", **kwargs}
+    with pytest.raises(ValueError, match=message):
+        build_dataset(corpus, features=FEAT, **kwargs)
