@@ -25,6 +25,10 @@ setup(
         "protobuf>=4.25,<5",  # TensorFlow 2.15 needs protobuf<5; apache-beam accepts it
         "proto-plus>=1.22,<1.27",  # newer proto-plus requires protobuf 6, which breaks TensorFlow 2.15
     ],
-    extras_require={"test": ["pytest>=7", "pytest-timeout>=2"]},
+    extras_require={
+        # tensorflow-datasets 4.9.4 is the release of TF 2.15's time; tensorflow-metadata 1.16+ needs protobuf 5.
+        "tfds": ["tensorflow-datasets==4.9.4", "tensorflow-metadata>=1.14,<1.16"],
+        "test": ["pytest>=7", "pytest-timeout>=2", "tensorflow-datasets==4.9.4", "tensorflow-metadata>=1.14,<1.16"],
+    },
     entry_points={"console_scripts": ["tfpipe=tfpipe.cli:main"]},
 )

@@ -23,6 +23,8 @@ _EXPORTS = {
     "FileSource": "tfpipe.core.source",
     "find": "tfpipe.core.source",
     "build_dataset": "tfpipe.core.chain",
+    "records": "tfpipe.storage.records",
+    "mix": "tfpipe.core.mixture",
     "dataset_ops": "tfpipe.core.graph",
     "make_input_fn": "tfpipe.estimator",
     "serving_input_receiver_fn": "tfpipe.estimator",

@@ -284,3 +284,42 @@ def test_wrong_arguments_are_named_with_what_is_allowed(corpus, kwargs, message)
     kwargs = {"mode": "train", **kwargs}
     with pytest.raises(ValueError, match=message):
         build_dataset(corpus, features=FEAT, **kwargs)
+
+
+# --- variable-length examples batched by length ---------------------------------------------------
+
+def _lengths_source(tmp_path, lengths):
+    """One file per example; the example is a run of `length` ones (its file holds the length)."""
+    paths = []
+    for i, n in enumerate(lengths):
+        path = tmp_path / f"e{i:03d}.txt"
+        path.write_text(str(n))
+        paths.append(str(path))
+
+    def read(path, label):
+        n = tf.strings.to_number(tf.io.read_file(path), tf.int32)
+        return {"tokens": tf.ones([n], tf.float32)}, label
+
+    return (paths, [0] * len(paths)), read
+
+
+def _padding_share(batches):
+    values = np.concatenate([f["tokens"].ravel() for f, _ in batches])
+    return float(np.mean(values == 0))
+
+
+def test_bucket_boundaries_pad_each_batch_only_within_its_bucket(tmp_path):
+    rng = np.random.default_rng(0)
+    lengths = rng.choice([5, 8, 40, 45, 200, 230], size=120).tolist()
+    data, read = _lengths_source(tmp_path, lengths)
+    plain = PipelineConfig.optimized(batch_size=8, seed=1, drop_remainder=False)
+    bucketed = dataclasses.replace(plain, bucket_boundaries=(20, 100))
+    padded = list(build_dataset(data, "train", plain, read=read, epochs=1).as_numpy_iterator())
+    by_length = list(build_dataset(data, "train", bucketed, read=read, epochs=1).as_numpy_iterator())
+    assert sum(len(l) for _, l in by_length) == 120  # every example once
+    for features, _ in by_length:  # a batch holds one bucket's lengths: [1, 20), [20, 100), [100, inf)
+        lengths_in = (features["tokens"] > 0).sum(axis=1)
+        assert np.digitize(lengths_in, [20, 100]).min() == np.digitize(lengths_in, [20, 100]).max()
+    assert _padding_share(by_length) < 0.2 < _padding_share(padded)
+    with pytest.raises(ValueError, match=r"bucket_key='length': the features are \['tokens'\]"):
+        build_dataset(data, "train", dataclasses.replace(bucketed, bucket_key="length"), read=read)

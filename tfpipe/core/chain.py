@@ -22,7 +22,8 @@ from tfpipe.config import PipelineConfig
 from tfpipe.core import cache as cache_lib
 from tfpipe.core import plugins
 from tfpipe.core import resume as resume_lib
-from tfpipe.core.plan import EVAL, PREDICT, TRAIN, Request, Step, plan, split_stages  # noqa: F401  (bench)
+from tfpipe.core.mixture import mix_datasets
+from tfpipe.core.plan import EVAL, PREDICT, TRAIN, Request, Step, examples_plan, plan, split_stages  # noqa: F401
 from tfpipe.core.source import ChainInput, find
 from tfpipe.core.stage import Stage, fuse
 
@@ -162,10 +163,14 @@ def apply(steps: Sequence[Step], inputs: ChainInput, p: PipelineConfig, request:
     """Runs the plan's steps over the source's file table; the chain's options last."""
     ctx = _Context(inputs, p, request, input_context, start_example)
     check_not_empty(inputs, p, request, steps, input_context.num_input_pipelines if request.sharded else 1)
-    ds = inputs.files
+    return run_steps(inputs.files, steps, ctx).with_options(chain_options(request.mode, p))
+
+
+def run_steps(ds: tf.data.Dataset, steps: Sequence[Step], ctx: "_Context") -> tf.data.Dataset:
+    """Each step's function, in order."""
     for step in steps:
         ds = _STEPS[step.op](ds, step, ctx)
-    return ds.with_options(chain_options(request.mode, p))
+    return ds
 
 
 def check_not_empty(inputs: ChainInput, p: PipelineConfig, request: Request, steps: Sequence[Step],
@@ -195,6 +200,21 @@ def _sharded(input_context: Optional[tf.distribute.InputContext]) -> bool:
 
 # --- the steps, in chain order ------------------------------------------------------------
 
+def _mix(ds, step: Step, ctx: _Context):
+    """Each member's own chain up to examples (its stages per example), then drawn by weight."""
+    if ctx.request.resume:
+        raise ValueError("a mixture cannot start mid-stream (start_step): its draws depend on every member's "
+                         "position; leave start_step unset (make_input_fn(..., resume=False))")
+    member_p = dataclasses.replace(ctx.p, vectorize=False)  # members' stages run before the shared batch
+    request = dataclasses.replace(ctx.request, feature_key=None, whole_blocks=False)
+    datasets = []
+    for inputs, _ in ctx.inputs.members:
+        member = dataclasses.replace(ctx, inputs=inputs, p=member_p, request=request)
+        datasets.append(run_steps(inputs.files, examples_plan(member_p, inputs.yields, request), member))
+    weights = [w for _, w in ctx.inputs.members]
+    return mix_datasets(datasets, weights, train=ctx.request.mode == TRAIN, seed=ctx.p.seed)
+
+
 def _shard(ds, step: Step, ctx: _Context):
     return shard_for_input_context(ds, ctx.inputs.num_files, ctx.input_context)
 
@@ -213,11 +233,16 @@ def _shuffle_files(ds, step: Step, ctx: _Context):
 
 def _read_files(ds, step: Step, ctx: _Context):
     inputs, p = ctx.inputs, ctx.p
-    if step.parallel:
-        cycle = min(p.cycle_length, inputs.num_files) if p.cycle_length else AUTOTUNE  # 0: the usable cores
-        return ds.interleave(inputs.expand, cycle_length=cycle, block_length=inputs.block_length,
-                             num_parallel_calls=AUTOTUNE, deterministic=ctx.ordered)
-    return ds.flat_map(inputs.expand)
+    if not step.parallel:
+        return ds.flat_map(inputs.expand)
+    cycle = min(p.cycle_length, inputs.num_files) if p.cycle_length else AUTOTUNE  # 0: the usable cores
+    block = inputs.block_length
+    if ctx.request.mode != TRAIN and inputs.records_per_file:
+        # A block as long as the longest file: the output is each file whole, in file order, while
+        # the other threads read the next files ahead.
+        block = max(max(inputs.records_per_file), 1)
+    return ds.interleave(inputs.expand, cycle_length=cycle, block_length=block,
+                         num_parallel_calls=AUTOTUNE, deterministic=ctx.ordered)
 
 
 def _map(ds, step: Step, ctx: _Context):
@@ -236,7 +261,9 @@ def _unblock(ds, step: Step, ctx: _Context):
 
 
 def _shuffle_examples(ds, step: Step, ctx: _Context):
-    return ds.shuffle(ctx.p.shuffle_buffer or ctx.inputs.num_examples, seed=ctx.p.seed)
+    # A buffer larger than one epoch would only mix epochs (and repeat examples within a batch).
+    n = max(1, ctx.inputs.num_examples)
+    return ds.shuffle(min(ctx.p.shuffle_buffer or n, n), seed=ctx.p.seed)
 
 
 def _shuffle_blocks(ds, step: Step, ctx: _Context):
@@ -289,7 +316,7 @@ def _prefetch_to_device(ds, step: Step, ctx: _Context):
 
 
 _STEPS: dict[str, Callable[[tf.data.Dataset, Step, _Context], tf.data.Dataset]] = {
-    "shard": _shard, "resume": _resume, "repeat": _repeat, "shuffle_files": _shuffle_files,
+    "mix": _mix, "shard": _shard, "resume": _resume, "repeat": _repeat, "shuffle_files": _shuffle_files,
     "read_files": _read_files, "map": _map, "cache": _cache, "unblock": _unblock,
     "shuffle_examples": _shuffle_examples, "shuffle_blocks": _shuffle_blocks, "batch": _batch,
     "rebatch": _rebatch, "pick": _pick_step, "features_only": _features_only_step,
@@ -356,8 +383,10 @@ def batch(ds: tf.data.Dataset, batch_size: int, drop_remainder: bool,
           bucket_boundaries: Sequence[int] = (), bucket_key: str = "") -> tf.data.Dataset:
     """batch; or, when examples differ in shape, padded_batch (each batch padded to its longest),
     or with bucket_boundaries one padded batch per length bucket (padded only within it)."""
-    shapes = [s.shape for s in tf.nest.flatten(ds.element_spec)]
-    if all(shape.is_fully_defined() for shape in shapes):
+    # Sparse and ragged values (VarLenFeature, RaggedFeature) batch as they are; dense ones of
+    # differing shapes need padding.
+    dense = [s for s in tf.nest.flatten(ds.element_spec) if isinstance(s, tf.TensorSpec)]
+    if all(s.shape.is_fully_defined() for s in dense):
         return ds.batch(batch_size, drop_remainder=drop_remainder)
     if not bucket_boundaries:
         return ds.padded_batch(batch_size, drop_remainder=drop_remainder)

@@ -31,19 +31,22 @@ class Yields:
       blocked: the records are blocks of examples (v2 shards): examples never need to cross
         tf.data one at a time when the stages after them all work on batches.
       fixed_shapes: every example has the same shape (blocks can be re-batched whole).
+      mixture: examples are drawn from several members, each with its own chain up to
+        examples; `stages` are the ones the mixed examples share.
     """
 
     stages: tuple[Any, ...]
     records: bool = False
     blocked: bool = False
     fixed_shapes: bool = True
+    mixture: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
 class Step:
     """One step of the chain: `op` names what chain.py does; the other fields are its arguments.
 
-    ops: shard, resume, repeat, shuffle_files, read_files, map, cache, unblock, shuffle_examples,
+    ops: mix, shard, resume, repeat, shuffle_files, read_files, map, cache, unblock, shuffle_examples,
     shuffle_blocks, batch, rebatch, pick, features_only, distribute, prefetch, prefetch_to_device.
     """
 
@@ -73,6 +76,8 @@ class Request:
       device_prefetch: the consumer takes device tensors (False for an Estimator's input_fn).
       on_error: "raise" (an example whose stages fail stops the pipeline) or "skip" (it is
         left out, and named on stderr with a running count).
+      whole_blocks: blocks of examples may stay whole up to the batch step (False where the
+        plan must end in single examples: a mixture member).
     """
 
     mode: str = TRAIN
@@ -82,6 +87,7 @@ class Request:
     feature_key: Optional[str] = None
     device_prefetch: bool = True
     on_error: str = "raise"
+    whole_blocks: bool = True
 
 
 def split_stages(stages: Sequence[Any], vectorize: bool) -> tuple[list, list]:
@@ -114,6 +120,10 @@ def plan(p: Any, source: Yields, request: Request = Request()) -> tuple[Step, ..
     Returns:
       The steps, first to last; `tfpipe.core.chain.apply` runs them.
     """
+    if source.mixture:  # each member's examples_plan runs inside the mix step
+        before, _ = split_stages(source.stages, p.vectorize)
+        return (Step("mix", note="examples drawn from the members by weight"),) + _maps(
+            before, p, per_example=True) + batches_plan(p, source, request)
     return examples_plan(p, source, request) + batches_plan(p, source, request)
 
 
@@ -204,7 +214,7 @@ def _head_tail(p: Any, source: Yields, before: Sequence[Any]) -> tuple[list, lis
 
 def _blocks_whole(p: Any, source: Yields, request: Request, tail: Sequence[Any]) -> bool:
     """Blocks cross the chain whole (shuffled as blocks, re-cut into batches) when nothing per example follows."""
-    if not (source.blocked and source.fixed_shapes and not tail and not request.resume):
+    if not (source.blocked and source.fixed_shapes and not tail and not request.resume and request.whole_blocks):
         return False
     return request.mode != TRAIN or getattr(p, "shuffle_blocks", False)
 

@@ -81,6 +81,10 @@ class ChainInput:
       fixed_shapes: every example has the same shape (blocks can be re-cut whole).
       count_of: with expand: file element -> its number of examples (for resuming mid-stream).
       paths: the files read, for fingerprints of their contents (snapshot cache, resume).
+      records_per_file: with expand: records in each file, where known (eval then reads the
+        files strictly one after another while the interleave reads ahead in parallel).
+      members: a mixture's members, each (its ChainInput, its weight); `stages` are then the
+        ones the mixed examples share.
     """
 
     files: tf.data.Dataset
@@ -94,12 +98,14 @@ class ChainInput:
     fixed_shapes: bool = True
     count_of: Optional[Callable[..., tf.Tensor]] = None
     paths: tuple[str, ...] = ()
+    records_per_file: tuple[int, ...] = ()
+    members: tuple[tuple["ChainInput", float], ...] = ()
 
     @property
     def yields(self) -> Yields:
         """What the plan needs to know of this input."""
         return Yields(tuple(self.stages), records=self.expand is not None, blocked=self.blocked,
-                      fixed_shapes=self.fixed_shapes)
+                      fixed_shapes=self.fixed_shapes, mixture=bool(self.members))
 
 
 class Source(Protocol):

@@ -145,7 +145,8 @@ def default_format(codec: RecordCodec) -> str:
 
 # --- reading one shard's records, checked against the index --------------------------------
 
-def checked_records(path, num_records, num_examples=None, block_size=None):
+def checked_records(path, num_records, num_examples=None, block_size=None, compression="", *,
+                    damaged: str = "", extra: str = ""):
     """One shard's records, failing by the shard's name when it holds fewer or more than indexed.
 
     TFRecordDataset's CRC errors do not name the file. Instead a bad record ends this shard
@@ -156,10 +157,11 @@ def checked_records(path, num_records, num_examples=None, block_size=None):
     """
     import tensorflow as tf
 
-    records = tf.data.TFRecordDataset(path).ignore_errors(log_warning=True)
-    damaged = tf.data.Dataset.from_tensors(path).map(_raise(path, _DAMAGED))
-    extra = tf.data.TFRecordDataset(path).skip(num_records).take(1).map(_raise(path, _EXTRA))
-    return records.concatenate(damaged).take(num_records).concatenate(extra)
+    records = tf.data.TFRecordDataset(path, compression_type=compression).ignore_errors(log_warning=True)
+    fewer = tf.data.Dataset.from_tensors(path).map(_raise(path, damaged or _DAMAGED))
+    more = tf.data.TFRecordDataset(path, compression_type=compression).skip(num_records).take(1).map(
+        _raise(path, extra or _EXTRA))
+    return records.concatenate(fewer).take(num_records).concatenate(more)
 
 
 def _raise(path, reason: str):

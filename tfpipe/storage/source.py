@@ -121,7 +121,7 @@ class ShardSource:
         return ChainInput(files, len(self.paths), self.num_examples, tuple(stages),
                           expand=fmt.expand(codec, keys, cast), block_length=fmt.interleave_block(block),
                           blocked=fmt.blocked, examples_per_block=block, count_of=_examples_of,
-                          paths=self.paths)
+                          paths=self.paths, records_per_file=tuple(s["num_records"] for s in shards))
 
     def _stored_stages(self, features: Any, mode: str = "eval") -> list[Stage]:
         stored = self.index["domain"]

@@ -1,0 +1,199 @@
+"""tfpipe.records: TFRecord files written by plain TensorFlow and by tensorflow_datasets, through the chain."""
+
+import collections
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tfpipe
+from tfpipe.config import TOGGLES
+from tfpipe.core.graph import dataset_ops
+from tfpipe.errors import DataError
+from tfpipe.storage import tfrecord
+
+SPEC = {"image/encoded": tf.io.FixedLenFeature([], tf.string),
+        "image/class/label": tf.io.FixedLenFeature([], tf.int64),
+        "id": tf.io.FixedLenFeature([], tf.int64),
+        "tokens": tf.io.VarLenFeature(tf.int64)}
+OPT = tfpipe.PipelineConfig.optimized(batch_size=8, seed=3)
+NAIVE = tfpipe.PipelineConfig.naive(batch_size=8, seed=3)
+
+
+def _example(i):
+    """A record in the ImageNet / TF-slim layout (JPEG bytes, class label), plus an id and i % 4 + 1 tokens."""
+    image = tf.io.encode_jpeg(tf.fill([6, 6, 3], tf.constant(i % 250, tf.uint8))).numpy()
+    feature = {"image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[image])),
+               "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[i % 3])),
+               "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[i])),
+               "tokens": tf.train.Feature(int64_list=tf.train.Int64List(value=list(range(i % 4 + 1))))}
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def write_records(folder, shards=4, per_shard=10, compression=lambda s: "GZIP" if s % 2 else ""):
+    """`shards` files written with tf.io.TFRecordWriter, every other one GZIP; record ids 0..N-1 in file order."""
+    os.makedirs(folder, exist_ok=True)
+    for s in range(shards):
+        path = os.path.join(folder, f"train-{s:05d}-of-{shards:05d}")
+        with tf.io.TFRecordWriter(path, tf.io.TFRecordOptions(compression_type=compression(s))) as writer:
+            for i in range(s * per_shard, (s + 1) * per_shard):
+                writer.write(_example(i))
+    return os.path.join(folder, "train-*")
+
+
+@pytest.fixture
+def recs(tmp_path, monkeypatch):
+    monkeypatch.setenv("TFPIPE_CACHE_DIR", str(tmp_path / "cache"))
+    return write_records(str(tmp_path / "records"))
+
+
+def _dense(value):
+    """A parsed VarLenFeature from as_numpy_iterator as a dense array."""
+    if hasattr(value, "dense_shape"):
+        return tf.sparse.to_dense(tf.SparseTensor(value.indices, value.values, value.dense_shape)).numpy()
+    return np.asarray(value)
+
+
+def _ids(ds):
+    return [int(x) for f, _ in ds.as_numpy_iterator() for x in f["id"]]
+
+
+def test_eval_reads_every_record_once_in_file_order_plain_and_gzip(recs):
+    source = tfpipe.records(recs, spec=SPEC, label_key="image/class/label")
+    assert source.compressions == ("", "GZIP", "", "GZIP") and source.counts == (10,) * 4
+    batches = list(tfpipe.build_dataset(source, "eval", OPT).as_numpy_iterator())
+    assert [len(l) for _, l in batches] == [8] * 5
+    assert [int(x) for f, _ in batches for x in f["id"]] == list(range(40))
+    assert [int(x) for _, l in batches for x in l] == [i % 3 for i in range(40)]
+    tokens = _dense(batches[0][0]["tokens"])
+    assert tokens.shape == (8, 4) and list(tokens[2]) == [0, 1, 2, 0]  # VarLenFeature: a SparseTensor per batch
+
+
+@pytest.mark.parametrize("toggle", TOGGLES)
+def test_every_toggle_changes_speed_not_the_records(recs, toggle):
+    source = tfpipe.records(recs, spec=SPEC, label_key="image/class/label")
+    flipped = dataclasses.replace(OPT, **{toggle: getattr(NAIVE, toggle)})
+    assert _ids(tfpipe.build_dataset(source, "eval", flipped)) == list(range(40))
+    train = [int(x) for f, _ in tfpipe.build_dataset(source, "train", flipped).take(10).as_numpy_iterator()
+             for x in f["id"]]
+    assert set(train) <= set(range(40)) and len(set(train)) > 20
+
+
+def test_the_optimized_and_naive_chains_over_records(recs):
+    source = tfpipe.records(recs, spec=SPEC, label_key="image/class/label")
+    assert dataset_ops(tfpipe.build_dataset(source, "train", OPT)) == [
+        "TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3", "ParallelInterleaveDatasetV4",
+        "ShuffleDatasetV3", "BatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset", "OptionsDataset"]
+    # The seed's order: records one file after another, a whole-set shuffle, parse per record, batch, repeat.
+    assert dataset_ops(tfpipe.build_dataset(source, "train", NAIVE)) == [
+        "TensorSliceDataset", "FlatMapDataset", "ShuffleDatasetV3", "MapDataset", "BatchDatasetV2", "RepeatDataset",
+        "OptionsDataset"]
+
+
+def test_parsing_whole_batches_equals_parsing_each_record(recs):
+    source = tfpipe.records(recs, spec=SPEC, label_key="image/class/label")
+    vectorized = list(tfpipe.build_dataset(source, "eval", OPT).as_numpy_iterator())
+    per_record = list(tfpipe.build_dataset(source, "eval", dataclasses.replace(OPT, vectorize=False)).as_numpy_iterator())
+    for (f1, l1), (f2, l2) in zip(vectorized, per_record, strict=True):
+        np.testing.assert_array_equal(l1, l2)
+        np.testing.assert_array_equal(f1["image/encoded"], f2["image/encoded"])
+        np.testing.assert_array_equal(_dense(f1["tokens"]), _dense(f2["tokens"]))
+
+
+def test_your_process_function_gets_each_record(recs):
+    def parse(record):
+        f = tf.io.parse_single_example(record, SPEC)
+        return {"image": tf.io.decode_jpeg(f["image/encoded"]), "id": f["id"]}, f["image/class/label"]
+
+    batches = list(tfpipe.build_dataset(tfpipe.records(recs), "eval", OPT, process=parse).as_numpy_iterator())
+    assert batches[0][0]["image"].shape == (8, 6, 6, 3)
+    assert [int(x) for f, _ in batches for x in f["id"]] == list(range(40))
+    with pytest.raises(ValueError, match=r"pass spec= .* or process=\(record\) -> \(features, label\)"):
+        tfpipe.build_dataset(tfpipe.records(recs), "eval", OPT)
+    with pytest.raises(ValueError, match="name the label with label_key="):
+        tfpipe.build_dataset(tfpipe.records(recs, spec=SPEC), "train", OPT)
+
+
+def test_resuming_at_a_step_continues_the_uninterrupted_stream(recs):
+    source = tfpipe.records(recs, spec=SPEC, label_key="image/class/label")
+    pipe = dataclasses.replace(OPT, deterministic=True)
+    full = _ids(tfpipe.build_dataset(source, "train", pipe, start_step=0).take(12))
+    later = _ids(tfpipe.build_dataset(source, "train", pipe, start_step=7).take(5))
+    assert later == full[56:] and collections.Counter(full[:40]) == {i: 1 for i in range(40)}
+
+
+def test_input_contexts_read_disjoint_files_that_cover_every_record(recs):
+    source = tfpipe.records(recs, spec=SPEC, label_key="image/class/label")
+    parts = [_ids(tfpipe.build_dataset(source, "eval", OPT, input_context=tf.distribute.InputContext(2, i, 2)))
+             for i in (0, 1)]
+    assert sorted(parts[0] + parts[1]) == list(range(40)) and not set(parts[0]) & set(parts[1])
+
+
+def test_files_that_are_not_tfrecords_or_are_damaged_are_named_with_the_record(recs, tmp_path):
+    folder = os.path.dirname(recs)
+    with open(os.path.join(folder, "train-notes.txt"), "w") as f:
+        f.write("not a record at all")
+    plain = os.path.join(folder, "train-00000-of-00004")
+    data = bytearray(open(plain, "rb").read())
+    start = 0
+    for _ in range(2):  # past records 0 and 1: header (12 bytes), data, data CRC (4 bytes)
+        start += 12 + int.from_bytes(data[start:start + 8], "little") + 4
+    data[start + 12 + 5] ^= 0xFF  # a byte inside record 2's data
+    damaged = os.path.join(folder, "train-damaged")
+    open(damaged, "wb").write(bytes(data))
+    open(os.path.join(folder, "train-cut"), "wb").write(bytes(data[:30]))
+    with pytest.raises(DataError) as e:
+        tfpipe.records(recs, spec=SPEC, label_key="image/class/label")
+    message = str(e.value)
+    assert message.startswith("3 of 7 files cannot be read as TFRecords:")
+    assert "train-notes.txt: not a TFRecord file: its first bytes are not a TFRecord header" in message
+    assert "train-damaged: damaged: record 2's data fails its CRC check" in message
+    assert "train-cut: cut short in record 0" in message
+
+
+def test_counts_are_remembered_and_a_changed_file_is_scanned_again(recs):
+    paths = tfrecord.files_in([recs])
+    assert tfrecord.scan_all(paths)[2] == 4  # a new cache folder: every file scanned
+    assert tfrecord.scan_all(paths)[2] == 0  # then remembered by path, size and modification time
+    with open(paths[0], "ab") as f:
+        f.write(b"")
+    os.utime(paths[0], ns=(1, 1))  # same bytes, another modification time: scanned again
+    assert tfrecord.scan_all(paths)[2] == 1
+
+
+def test_a_folder_tensorflow_datasets_prepared_is_read_with_its_own_decoders(tmp_path, monkeypatch):
+    tfds = pytest.importorskip("tensorflow_datasets")
+    monkeypatch.setenv("TFPIPE_CACHE_DIR", str(tmp_path / "cache"))
+
+    class Tiny(tfds.core.GeneratorBasedBuilder):
+        """3 classes of 8x8 images with variable-length tokens; no download."""
+
+        VERSION = tfds.core.Version("1.0.0")
+
+        def _info(self):
+            return tfds.core.DatasetInfo(builder=self, supervised_keys=("image", "label"), features=tfds.features.FeaturesDict({
+                "image": tfds.features.Image(shape=(8, 8, 3)),
+                "label": tfds.features.ClassLabel(names=["cat", "dog", "eel"]),
+                "index": tfds.features.Scalar(dtype=np.int64)}))
+
+        def _split_generators(self, dl_manager):
+            return {"train": self._generate_examples(30), "test": self._generate_examples(9)}
+
+        def _generate_examples(self, n):
+            for i in range(n):
+                yield i, {"image": np.full((8, 8, 3), i, np.uint8), "label": i % 3, "index": i}
+
+    builder = Tiny(data_dir=str(tmp_path / "tfds"))
+    builder.download_and_prepare()
+    folder = builder.data_dir
+    source = tfpipe.records(folder, split="test")
+    assert source.class_names == ("cat", "dog", "eel") and source.num_examples == 9
+    batches = list(tfpipe.build_dataset(source, "eval", tfpipe.PipelineConfig.optimized(batch_size=4)).as_numpy_iterator())
+    assert sorted(int(i) for f, _ in batches for i in f["index"]) == list(range(9))
+    features, labels = batches[0]
+    assert features["image"].shape == (4, 8, 8, 3) and features["image"].dtype == np.uint8
+    assert [int(x) for x in labels] == [int(i) % 3 for i in features["index"]]
+    with pytest.raises(DataError, match=r"pass split= one of 'train', 'test'"):
+        tfpipe.records(folder)
