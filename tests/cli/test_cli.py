@@ -90,6 +90,9 @@ def test_help_shows_defaults_and_the_features_flag():
     prepare = _tfpipe("prepare", "--help")  # --output is the folder there, --store picks the features
     assert prepare.returncode == 0, prepare.stderr
     assert "--output: Shard folder to write" in prepare.stdout and "--features" not in prepare.stdout
+    for command in (bench, prepare):  # tfpipe's flags only: none of TensorFlow's own absl flags
+        assert not re.search(r"pfor|tpu|tensor_tracer|xla", command.stdout, re.I), command.stdout[:2000]
+        assert command.stdout.lstrip().startswith("usage: tfpipe")
 
 
 def test_a_bench_run_takes_the_old_feature_flag_name(tmp_path):

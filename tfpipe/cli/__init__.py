@@ -19,6 +19,8 @@ from typing import NoReturn, Optional, Sequence  # noqa: E402
 
 from absl import app, flags  # noqa: E402
 
+from tfpipe import interrupt  # noqa: E402
+
 FLAGS = flags.FLAGS
 
 _USAGE = """usage: tfpipe SUBCOMMAND [flags]    (tfpipe SUBCOMMAND --help for its flags)
@@ -69,11 +71,15 @@ def _usage() -> str:
 
 
 def _print_help(name: str, module) -> None:
-    """The subcommand's usage, doc and its own flags (absl's --help would list only the script's)."""
+    """The subcommand's usage, doc and its own flags (absl's --help would list only the script's).
+
+    Only tfpipe's flags: TensorFlow defines absl flags of its own when it loads (pfor, TPU,
+    tensor_tracer), which are not about this command (absl's --helpfull lists them).
+    """
     usage = getattr(module, "USAGE", {}).get(name, f"usage: tfpipe {name} [flags]")
     print(f"{usage}\n\n{_COMMANDS[name][0]}.\n")
     for defining, module_flags in sorted(FLAGS.flags_by_module_dict().items()):
-        if not defining.startswith("absl.") and module_flags:  # tfpipe.cli.<name> and tfpipe.flags
+        if defining.startswith("tfpipe") and module_flags:  # tfpipe.cli.<name> and tfpipe.flags
             print(FLAGS.module_help(defining))
 
 
@@ -93,6 +99,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
               file=sys.stderr)
         sys.exit(2)
     _prog = f"tfpipe {name}"
+    interrupt.install()  # Ctrl-C stops the command even while TensorFlow blocks the main thread
     module = importlib.import_module(f"tfpipe.cli.{_COMMANDS[name][1]}")
     run = getattr(module, f"run_{name}")
     getattr(module, f"define_{name}")()
