@@ -25,6 +25,6 @@ setup(
         "protobuf>=4.25,<5",  # TensorFlow 2.15 needs protobuf<5; apache-beam accepts it
         "proto-plus>=1.22,<1.27",  # newer proto-plus requires protobuf 6, which breaks TensorFlow 2.15
     ],
-    extras_require={"test": ["pytest>=7", "pytest-timeout>=2"]},
+    extras_require={"test": ["pytest>=7", "pytest-timeout>=2"], "photos": ["scikit-image>=0.21,<0.25", "scikit-learn>=1.3,<1.6"]},
     entry_points={"console_scripts": ["tfpipe=tfpipe.cli:main"]},
 )
