@@ -43,7 +43,8 @@ def wav_stage_fns(f: AudioConfig):
         same = tf.logical_and(
             tf.equal(tf.cast(tf.strings.length(contents), tf.int64), tf.where(head, needed, file_size)),
             tf.equal(_fingerprint(tf.strings.substr(contents, tf.constant(0, tf.int64), offset)), fingerprint))
-        check = tf.debugging.Assert(same, [tf.strings.join([
+        # raw Assert: tf.debugging.Assert wraps itself in a cond, a function call per example.
+        check = tf.raw_ops.Assert(condition=same, data=[tf.strings.join([
             path, ": changed since the pipeline was built (its size or header differs from the check then: "
                   "truncated, replaced or rewritten); build the dataset again (a new build_dataset or input_fn "
                   "call) so the file is checked again"])])
