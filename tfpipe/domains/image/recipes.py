@@ -53,7 +53,7 @@ def tf_models_recipe(data_dir: str, config: Optional[ImageConfig] = None, batch_
     config = config or ImageConfig()
     train = mode == "train"
     paths, labels = _jpeg_folder(data_dir)
-    ds = tf.data.Dataset.from_tensor_slices((paths, labels))
+    ds = tf.data.Dataset.from_tensor_slices((paths, tf.constant(labels, tf.int64)))
     if train:
         ds = ds.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True).repeat(epochs)
 
