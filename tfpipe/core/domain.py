@@ -5,11 +5,14 @@ images). It turns a list of files into the cheap per-file table the chain shuffl
 gives the chain its stages (read, decode, features), featurizes offline for shard
 writers, and builds the serving signature of an exported model. The core calls only
 these methods; a new domain is one new folder under tfpipe/domains/ that registers
-an instance with `tfpipe.core.source.register_domain`.
+an instance with `tfpipe.core.source.register_domain`. `Domain` and `Offline` are ABCs:
+a domain that forgets a method it must have fails when it is instantiated (at import),
+not when a user first reaches that method.
 """
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from typing import Any, Mapping, Optional, Sequence
 
@@ -23,7 +26,7 @@ class Schema:
     fields: Mapping[str, tuple[str, tuple[int, ...]]]
 
 
-class Offline:
+class Offline(abc.ABC):
     """A domain's offline featurizer, used by shard writers in worker processes.
 
     `load` decodes one file (any format the domain's libraries read) or raises
@@ -33,11 +36,13 @@ class Offline:
 
     schema: Schema
 
+    @abc.abstractmethod
     def load(self, path: str) -> Any:
-        raise NotImplementedError
+        """One file decoded (DataError naming it when it cannot be)."""
 
+    @abc.abstractmethod
     def featurize(self, loaded: Sequence[Any]) -> dict:
-        raise NotImplementedError
+        """`load` results -> {key: numpy array with a leading batch axis}, as `schema` declares."""
 
     def warm_up(self) -> None:
         """Runs once per worker process before timing starts (e.g. traces TF functions)."""
@@ -47,7 +52,7 @@ class Offline:
         return {}
 
 
-class Domain:
+class Domain(abc.ABC):
     """Base class of the built-in domains; see the module docstring.
 
     Attributes:
@@ -78,17 +83,21 @@ class Domain:
         """
         return list(paths)
 
+    @abc.abstractmethod
     def stages(self, config: Any, mode: str) -> list[Stage]:
-        """The map stages from one (file_table element, label) to (features dict, label)."""
-        raise NotImplementedError
+        """The map stages from one (file_table element, label) to (features dict, label).
 
+        The first stage reads a file (deterministic: a cache may keep its output); stages
+        that draw random numbers (train crops, flips) are marked `random=True`.
+        """
+
+    @abc.abstractmethod
     def offline(self, config: Any, store: str) -> Offline:
         """The featurizer shard writers run; `store` picks what is stored (e.g. log_mel, waveform)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def stores(self) -> tuple[str, ...]:
         """Values `offline(store=...)` accepts; the first is the default."""
-        raise NotImplementedError
 
     def stored_stages(self, stored: Mapping[str, Any], config: Any, mode: str = "eval") -> list[Stage]:
         """Stages after a shard's records are parsed, turning stored values into `config`'s features.
@@ -103,9 +112,9 @@ class Domain:
         """
         return []
 
+    @abc.abstractmethod
     def serving_receiver(self, config: Any) -> tuple[dict, dict]:
         """(receiver tensors, features) for a SavedModel's serving signature (graph mode)."""
-        raise NotImplementedError
 
     def config_from_dict(self, values: Mapping[str, Any]) -> Any:
         """The config a shard index recorded."""

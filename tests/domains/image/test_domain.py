@@ -161,6 +161,24 @@ def test_stored_stages_turn_offline_values_into_the_online_features(tmp_path, st
             assert np.abs(images - online).mean() < 0.02
             flat = [i for i, p in enumerate(source.paths) if os.path.basename(p).startswith("img")]
             assert _ids(images[flat]) == _ids(online[flat])
+    # Stored at a bounded shorter side, aspect kept: the same shards serve another output size too.
+    taller = dataclasses.replace(CONFIG, height=32, dtype="uint8")
+    ds = tf.data.Dataset.from_tensor_slices((values, tf.constant(source.labels, tf.int64)))
+    for stage in domain.stored_stages(stored, taller, mode="eval"):
+        ds = ds.map(stage.fn)
+    assert next(ds.as_numpy_iterator())[0]["image"].shape == (32, 24, 3)
+
+
+def test_shards_written_before_max_side_are_read_and_still_checked():
+    """A raw index of the old layout (every image centre-cropped to stored_size, no max_side in its config)."""
+    domain = get_domain("image")
+    old_config = {k: v for k, v in dataclasses.asdict(CONFIG).items() if k != "max_side"}
+    stored = {"store": "raw", "config": old_config}
+    images = np.stack([np.full((*CONFIG.stored_size, 3), 10 * i + 5, np.uint8) for i in range(3)])
+    ds = tf.data.Dataset.from_tensor_slices(({"image": images}, tf.constant([0, 1, 2], tf.int64)))
+    for stage in domain.stored_stages(stored, CONFIG, mode="eval"):
+        ds = ds.map(stage.fn)
+    assert _ids([f["image"] for f, _ in ds.as_numpy_iterator()]) == [0, 1, 2]
     with pytest.raises(DataError, match=r"written with height=16 \(pipeline asks for 32\).*--height 16"):
         domain.stored_stages(stored, dataclasses.replace(CONFIG, height=32))
     assert domain.stored_stages(stored, dataclasses.replace(CONFIG, flip=False, dtype="uint8"))  # may differ
@@ -210,7 +228,9 @@ def test_synthetic_corpus_is_deterministic_mixed_and_reused(tmp_path):
 @pytest.mark.parametrize("field, value, message", [
     ("height", 4, r"ImageConfig.height=4: must be >= 8"),
     ("dtype", "float16", r"ImageConfig.dtype='float16': allowed values are 'float32', 'uint8'"),
-    ("min_crop_area", 0.0, r"ImageConfig.min_crop_area=0.0: must be >= 0.05"),
+    ("min_crop_area", 0.0, r"ImageConfig.min_crop_area=0.0: must be >= 0.01"),
+    ("dct_method", "FLOAT", r"ImageConfig.dct_method='FLOAT': allowed values are 'INTEGER_FAST', 'INTEGER_ACCURATE'"),
+    ("max_side", -1, r"ImageConfig.max_side=-1: must be >= 0"),
     ("eval_crop", 1.5, r"ImageConfig.eval_crop=1.5: must be <= 1.0"),
     ("jpeg_quality", 101, r"ImageConfig.jpeg_quality=101: must be <= 100"),
     ("flip", "yes", r"ImageConfig.flip='yes': expected bool"),
@@ -220,6 +240,11 @@ def test_image_config_names_the_bad_field(field, value, message):
         ImageConfig(**{field: value})
     assert tfpipe.ImageConfig is ImageConfig
     assert ImageConfig(height=64, width=48).stored_size == (74, 55)
+    assert ImageConfig(height=224, width=224).stored_short_side == 256
+    assert ImageConfig(max_side=300).stored_short_side == 300
+    assert ImageConfig().min_crop_area == 0.08  # the standard (Inception/ResNet) crop distribution
+    with pytest.raises(ValueError, match=r"normalize=True with dtype='uint8'"):
+        ImageConfig(normalize=True, dtype="uint8")
 
 
 @pytest.mark.parametrize("store", ["jpeg", "raw"])
@@ -237,3 +262,41 @@ def test_image_shards_read_back_through_the_chain_like_the_folder(tmp_path, stor
     train = tfpipe.build_dataset(shards, "train", OPT)  # random crops and flips of the stored images
     features, labels = next(iter(train))
     assert features["image"].shape == (5, 16, 24, 3) and labels.shape == (5,)
+
+
+def test_read_is_deterministic_and_decode_random_in_train_only():
+    domain = get_domain("image")
+    train = {s.name: s for s in domain.stages(CONFIG, "train")}
+    assert [s.name for s in domain.stages(CONFIG, "train")] == ["read", "decode", "scale"]
+    assert not train["read"].random and train["decode"].random and not train["scale"].random
+    assert train["scale"].batchable and not train["decode"].batchable
+    for mode in ("eval", "predict"):
+        assert not any(s.random for s in domain.stages(CONFIG, mode))
+
+
+def test_a_memory_cache_keeps_encoded_bytes_and_crops_differ_every_epoch(tmp_path):
+    data = str(tmp_path / "imgs")
+    for i in range(4):
+        write(tmp_path / "imgs" / f"c{i % 2}" / f"p{i}.jpg", encode(pattern(60, 80, seed=i), "JPEG", quality=95))
+    pipe = dataclasses.replace(OPT, batch_size=4, cache="memory", seed=3)
+    epochs = [np.sort(np.stack([im.tobytes() for im in f["image"]]))
+              for f, _ in tfpipe.build_dataset(data, "train", pipe, CONFIG, epochs=3).as_numpy_iterator()]
+    assert len(epochs) == 3
+    images = np.concatenate(epochs)
+    assert len(set(images.tolist())) == 12  # 12 crops of 4 images over 3 epochs: none repeated
+
+
+def test_an_image_changed_after_the_build_fails_naming_it(tmp_path):
+    data = numbered_folder(tmp_path / "imgs")
+    ds = tfpipe.build_dataset(data, "eval", OPT, CONFIG)
+    assert sum(len(l) for _, l in ds) == N_IMAGES + 1
+    victim = tmp_path / "imgs" / "c1" / "img01.png"
+    victim.write_bytes(b"GIF89a" + b"\0" * 100)  # replaced by another format
+    with pytest.raises(tf.errors.InvalidArgumentError, match=rf"{victim}: changed since the pipeline was built"):
+        list(ds)
+    png = encode(pattern(40, 50), "PNG")
+    victim.write_bytes(png[:len(png) // 2])  # cut
+    with pytest.raises(tf.errors.InvalidArgumentError, match=rf"{victim}: changed since .*build the dataset again"):
+        list(ds)
+    with pytest.raises(DataError, match=rf"{victim}: truncated PNG"):  # and the next build names it up front
+        tfpipe.build_dataset(data, "eval", OPT, CONFIG)

@@ -148,7 +148,11 @@ def test_preprocess_eval_is_deterministic_and_the_same_in_map_and_tf_function(fm
     np.testing.assert_array_equal(eager, mapped)
     np.testing.assert_array_equal(eager, traced)
     # = crop the center window of the decoded image, then resize (the fused decode changes nothing here)
-    full = ops.decode_rgb(tf.constant(data))
+    if fmt == "JPEG":  # the config's decode: fast integer IDCT, chroma by replication
+        full = tf.io.decode_jpeg(data, channels=3, dct_method=config.dct_method,
+                                 fancy_upscaling=config.fancy_upscaling)
+    else:
+        full = ops.decode_rgb(tf.constant(data))
     reference = ops.resize(ops.crop(full, ops.eval_window(config)(tf.shape(full))), 24, 32).numpy()
     np.testing.assert_array_equal(eager, reference)
 
@@ -164,3 +168,60 @@ def test_preprocess_train_is_random_but_well_formed():
     assert all(o.shape == (24, 32, 3) for o in mapped)
     decoded = ops.decode_rgb(data)
     assert ops.preprocess_decoded(decoded, config, train=True).shape == (24, 32, 3)
+
+
+def _psnr(a, b):
+    mse = np.mean((a.astype(float) - b.astype(float)) ** 2)
+    return 10 * np.log10(255.0 ** 2 / mse)
+
+
+@pytest.mark.parametrize("dct_method, fancy_upscaling", [("INTEGER_FAST", False), ("INTEGER_FAST", True),
+                                                         ("INTEGER_ACCURATE", False), ("", True)])
+def test_each_jpeg_decode_option_works_eagerly_and_in_map_and_stays_close_to_the_exact_decode(dct_method,
+                                                                                               fancy_upscaling):
+    data = encode(np.kron(pattern(60, 80), np.ones((4, 4, 1), np.uint8)), "JPEG", quality=90)  # 240 x 320
+    exact = tf.io.decode_jpeg(data, channels=3, dct_method="INTEGER_ACCURATE").numpy()
+    window = tf.constant([16, 32, 160, 224])
+
+    def decode(contents):  # min_size = the window: full scale, so it compares with the exact decode
+        return ops.decode_and_crop(contents, lambda shape: window, (160, 224), dct_method=dct_method,
+                                   fancy_upscaling=fancy_upscaling)
+
+    eager, mapped = _eager_and_mapped(decode, data)
+    np.testing.assert_array_equal(eager, mapped)
+    assert eager.shape == (160, 224, 3)
+    assert _psnr(eager, exact[16:176, 32:256]) > 38  # the fast decode costs little (BUILD_NOTES: Images)
+
+
+def test_scaled_decode_can_be_turned_off_and_a_known_shape_skips_the_header():
+    data = encode(pattern(480, 640), "JPEG", quality=90)
+    window = tf.constant([40, 80, 400, 480])
+    scaled, _ = _eager_and_mapped(lambda c: ops.decode_and_crop(c, lambda s: window, (100, 100)), data)
+    full, mapped = _eager_and_mapped(lambda c: ops.decode_and_crop(c, lambda s: window, (100, 100), scaled=False),
+                                     data)
+    assert scaled.shape == (100, 120, 3) and full.shape == (400, 480, 3)
+    np.testing.assert_array_equal(full, mapped)
+    seen = []
+
+    def window_fn(shape):
+        seen.append(shape)
+        return window
+
+    given, _ = _eager_and_mapped(lambda c: ops.decode_and_crop(c, window_fn, (100, 100), shape=tf.constant(
+        [480, 640, 3])), data)
+    np.testing.assert_array_equal(given, scaled)
+    assert all(s.shape == (3,) for s in seen)
+    np.testing.assert_array_equal(ops.image_shape(tf.constant(data)), [480, 640, 3])
+    np.testing.assert_array_equal(ops.image_shape(tf.constant(encode(pattern(30, 70), "PNG"))), [30, 70, 3])
+
+
+def test_to_dtype_on_batches_matches_the_per_example_formula_eagerly_and_in_map():
+    batch = np.stack([pattern(6, 7, seed=s) for s in range(4)])
+    for normalized in (False, True):
+        reference = ops.normalize(tf.constant(batch)).numpy() if normalized else batch / 255.0
+        eager = ops.to_dtype(tf.constant(batch), "float32", normalized).numpy()
+        mapped = np.concatenate(list(tf.data.Dataset.from_tensor_slices(batch).batch(3).map(
+            lambda b: ops.to_dtype(b, "float32", normalized)).as_numpy_iterator()))
+        for got in (eager, mapped, ops.to_dtype(tf.constant(batch[0]), "float32", normalized).numpy()[None]):
+            np.testing.assert_allclose(got, reference[:len(got)], atol=1e-5)
+            assert got.dtype == np.float32

@@ -66,23 +66,42 @@ def test_good_files_pass_and_report_their_format_whatever_their_name(tmp_path):
     bad_folder(tmp_path / "imgs")
     names = ("a/good.jpg", "b/good.png", "a/png_named.jpg", "b/jpeg_named.png")
     paths = [str(tmp_path / "imgs" / name) for name in names]
-    assert scan.scan_images(paths, CONFIG) == ("JPEG", "PNG", "PNG", "JPEG")
+    scanned = scan.scan_images(paths, CONFIG)
+    assert [s.format for s in scanned] == ["JPEG", "PNG", "PNG", "JPEG"]
+    assert [s.size for s in scanned] == [os.path.getsize(p) for p in paths]
+    assert [s.shape for s in scanned] == [(120, 160, 3), (30, 40, 3), (20, 20, 3), (120, 160, 3)]
 
 
 def test_size_guard_reads_the_header_only_and_follows_max_pixels(tmp_path):
     path = write(tmp_path / "x" / "wide.png", encode(pattern(30, 400), "PNG"))  # 12,000 pixels
-    assert scan.check_image(path, 12_000) == "PNG"
+    assert scan.check_image(path, 12_000).format == "PNG"
     with pytest.raises(DataError, match=r"wide.png: 400x30 = 12000 pixels, over ImageConfig.max_pixels=11999"):
         scan.check_image(path, 11_999)
-    huge = huge_png(str(tmp_path / "x" / "huge.png"))
-    with pytest.raises(DataError, match="400000000 pixels"):
-        scan.check_image(huge, 10 ** 9 // 2)  # within the guard but over PIL's own bomb limit: still named
+
+
+def test_max_pixels_above_pils_own_limit_is_what_counts(tmp_path):
+    huge = huge_png(str(tmp_path / "x" / "huge.png"))  # 400M pixels: over PIL's own ~179M limit
+    assert scan.check_image(huge, 500_000_000).shape == (20000, 20000, 3)  # within the user's guard: usable
+    with pytest.raises(DataError) as error:
+        scan.check_image(huge, 300_000_000)
+    assert "400000000 pixels, over ImageConfig.max_pixels=300000000" in str(error.value)
+
+
+def test_a_png_damaged_inside_its_body_is_named_by_its_chunk_crc(tmp_path):
+    data = bytearray(encode(pattern(40, 50), "PNG"))
+    data[len(data) // 2] ^= 0xFF  # one flipped byte in the compressed pixels: "Invalid PNG data" when decoded
+    path = write(tmp_path / "c" / "damaged.png", bytes(data))
+    good = write(tmp_path / "c" / "good.png", encode(pattern(40, 50), "PNG"))
+    with pytest.raises(DataError) as error:
+        scan.scan_images([good, path], CONFIG)
+    assert re.search(rf"{path}: damaged PNG: the 'IDAT' chunk at byte \d+ fails its CRC check", str(error.value))
+    assert "good.png" not in str(error.value) and "remove or replace" in str(error.value)
 
 
 def test_a_jpeg_with_bytes_after_its_end_marker_is_complete(tmp_path):
     data = encode(pattern(30, 40), "JPEG")
     path = write(tmp_path / "x" / "trailer.jpg", data + b"\x00" * 500)  # some cameras append data
-    assert scan.check_image(path, 10 ** 6) == "JPEG"
+    assert scan.check_image(path, 10 ** 6).format == "JPEG"
 
 
 def test_more_bad_files_than_listed_are_counted(tmp_path):

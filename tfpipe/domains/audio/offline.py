@@ -48,7 +48,9 @@ def load_clip(path: str, features: AudioConfig, notes: "collections.Counter | No
     try:
         if os.path.getsize(path) == 0:
             raise DataError(f"{path}: empty file (0 bytes); remove it or copy it again")
-        with soundfile.SoundFile(path) as f:  # one open for header checks and samples
+        # Opened by Python, so a permission or a missing file is named as the OS says it
+        # ("Permission denied"), not libsndfile's "System error."; then one open for header and samples.
+        with open(path, "rb") as raw, soundfile.SoundFile(raw) as f:
             short = _SHORT_DATA.search(f.extra_info or "")
             if short and int(short.group(1)) not in _STREAMED_SIZES:
                 raise DataError(f"{path}: truncated: the header promises {short.group(1)} bytes of samples "

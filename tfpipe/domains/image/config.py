@@ -14,38 +14,64 @@ CHANNELS = 3  # every image is decoded to RGB: grayscale is repeated, alpha drop
 class ImageConfig:
     """Which `{"image": [H, W, 3]}` features the pipeline makes from each image file.
 
-    Train: a random crop (area `min_crop_area`..1 of the image, aspect 3/4..4/3; JPEGs
-    decode only the crop), a random left-right flip, resized to (height, width). Eval and
-    predict: the central `eval_crop` of the largest region with the output's aspect ratio,
-    resized. Normalization (ImageNet mean/std) is the model's job (`ops.normalize`), so
-    with dtype "uint8" a batch crosses to the accelerator as bytes, 4x less to copy.
+    Train: a random crop (area `min_crop_area`..1 of the image, aspect 3/4..4/3: the
+    Inception/ResNet distribution; JPEGs decode only the crop, at 1/2-1/8 scale when the
+    crop is at least twice the output), a random left-right flip, resized to (height,
+    width). Eval and predict: the central `eval_crop` of the largest region with the
+    output's aspect ratio, resized. Each example is made as uint8; the cast to float32
+    (and `normalize`) runs on whole batches. With dtype "uint8" a batch crosses to the
+    accelerator as bytes, 4x less to copy, and the model normalizes (`ops.normalize`).
 
     Attributes:
       height: output rows.
       width: output columns.
-      dtype: "float32" (values in [0, 1]) or "uint8" (0..255; the model normalizes).
+      dtype: "float32" (values in [0, 1], or normalized) or "uint8" (0..255; the model normalizes).
+      normalize: float32 only: (x - ImageNet mean) / std per channel, on whole batches.
       min_crop_area: train: smallest share of the image a random crop covers.
       flip: train: flip left-right at random.
       eval_crop: eval/predict: share of each side kept by the center crop.
+      dct_method: JPEG inverse DCT: "INTEGER_FAST" (libjpeg's fast integer IDCT) or
+        "INTEGER_ACCURATE" (TensorFlow's default); BUILD_NOTES gives the PSNR cost.
+      fancy_upscaling: JPEG chroma upsampling by interpolation (TensorFlow's default) rather
+        than by pixel replication; the cheaper one costs little against 4:2:0 chroma.
+      scaled_decode: decode a JPEG crop at 1/2, 1/4 or 1/8 scale while it stays at least the output size.
       max_pixels: images with more pixels (read from the header) are refused before
         decoding: a 20000x20000 image would take 1.2 GB decoded.
-      jpeg_quality: offline store="jpeg": quality of the re-encoded, resized JPEGs.
+      max_side: prepare: images are stored with their shorter side scaled down to this many
+        pixels (aspect kept, never enlarged); 0: the eval crop's need, ceil(max(height,
+        width) / eval_crop) (256 for 224 x 224).
+      jpeg_quality: prepare --store jpeg: quality of the re-encoded, resized JPEGs.
     """
 
     height: int = config_field(64, "Image height in pixels after crop and resize.", min=8, max=4096)
     width: int = config_field(64, "Image width in pixels after crop and resize.", min=8, max=4096)
     dtype: str = config_field("float32", "Image dtype: 'float32' in [0, 1] or 'uint8' (the model normalizes).",
-                        choices=("float32", "uint8"))
-    min_crop_area: float = config_field(0.35, "Train: smallest share of the image a random crop covers.",
-                                  min=0.05, max=1.0)
+                              choices=("float32", "uint8"))
+    normalize: bool = config_field(False, "float32 images: subtract the ImageNet mean and divide by its std "
+                                          "per channel, on whole batches.")
+    min_crop_area: float = config_field(0.08, "Train: smallest share of the image a random crop covers "
+                                              "(0.08: the Inception/ResNet distribution).", min=0.01, max=1.0)
     flip: bool = config_field(True, "Train: random left-right flip.")
     eval_crop: float = config_field(0.875, "Eval: share of each side the center crop keeps.", min=0.1, max=1.0)
+    dct_method: str = config_field("INTEGER_FAST", "JPEG inverse DCT: libjpeg's fast integer one, or "
+                                                   "INTEGER_ACCURATE (TensorFlow's default).",
+                                   choices=("INTEGER_FAST", "INTEGER_ACCURATE"))
+    fancy_upscaling: bool = config_field(False, "JPEG chroma upsampling by interpolation (TensorFlow's default) "
+                                                "instead of pixel replication.")
+    scaled_decode: bool = config_field(True, "Decode a JPEG crop at 1/2, 1/4 or 1/8 scale while it stays at "
+                                             "least the output size.")
     max_pixels: int = config_field(40_000_000, "Refuse images with more pixels than this (read from the header).",
-                             min=1)
+                                   min=1)
+    max_side: int = config_field(0, "prepare: store images with their SHORTER side scaled down to this many "
+                                    "pixels (aspect kept, never enlarged); 0: ceil(max(height, width) / eval_crop), "
+                                    "e.g. 256 for 224x224.", min=0, max=65535)
     jpeg_quality: int = config_field(90, "prepare --store jpeg: quality of the resized JPEGs.", min=1, max=100)
 
     def __post_init__(self):
         validate(self)
+        if self.normalize and self.dtype != "float32":
+            raise ValueError(f"ImageConfig.normalize=True with dtype={self.dtype!r}: normalized values are float; "
+                             f"pass dtype='float32', or normalize in the model (ops.normalize) for uint8 batches")
 
     @property
     def channels(self) -> int:
@@ -65,3 +91,8 @@ class ImageConfig:
         """(rows, columns) images are resized to once offline: the eval crop of it is (height, width),
         and train crops still have room to move."""
         return (math.ceil(self.height / self.eval_crop), math.ceil(self.width / self.eval_crop))
+
+    @property
+    def stored_short_side(self) -> int:
+        """The shorter side `tfpipe prepare` stores images at (max_side, or what the eval crop needs)."""
+        return self.max_side or max(self.stored_size)

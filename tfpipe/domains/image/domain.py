@@ -7,9 +7,10 @@ from typing import Any, Mapping, Sequence
 import tensorflow as tf
 
 from tfpipe.core.domain import Domain, check_stored_fields
+from tfpipe.core.source import tf_paths
 from tfpipe.core.stage import Stage
 from tfpipe.domains.image import ops
-from tfpipe.domains.image.config import ImageConfig
+from tfpipe.domains.image.config import CHANNELS, ImageConfig
 
 
 # Fields that fix the stored images (their size and framing): shards serve only a pipeline asking
@@ -18,20 +19,39 @@ _STORED_FIELDS = ("height", "width", "eval_crop")
 SERVING_KEY = "image_bytes"  # "_bytes": TF Serving's REST API then takes {"b64": ...} values
 
 
-def image_stage_fns(config: ImageConfig, train: bool):
-    """read, decode, scale over (path, label) elements; tfpipe.bench times them one by one.
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
-    decode works on one image (sizes differ until resized); scale on one or a batch.
+
+def image_stage_fns(config: ImageConfig, train: bool):
+    """read, decode, scale over ((path, file size, shape), label) elements, as `ImageDomain.file_table`
+    makes them; tfpipe.bench times them one by one.
+
+    read fails, naming the file, when it is no longer the JPEG or PNG of the size the scan saw
+    (replaced or cut after the pipeline was built): decoding it would fail naming nothing.
+    decode crops at random from the shape the scan read (no header parse per epoch) and works
+    on one image (sizes differ until resized); scale on one or a batch.
     """
 
-    def read(path, label):
-        return tf.io.read_file(path), label
+    def read(file, label):
+        path, size, shape = file
+        contents = tf.io.read_file(path)
+        same = tf.logical_and(
+            tf.equal(tf.cast(tf.strings.length(contents), tf.int64), tf.cast(size, tf.int64)),
+            tf.logical_or(tf.io.is_jpeg(contents), tf.equal(tf.strings.substr(contents, 0, 8), _PNG_SIGNATURE)))
+        # raw Assert: tf.debugging.Assert wraps itself in a cond, a function call per example.
+        check = tf.raw_ops.Assert(condition=same, data=[tf.strings.join([
+            path, ": changed since the pipeline was built (no longer the JPEG or PNG of the size checked then: "
+                  "replaced or cut); build the dataset again (a new build_dataset or input_fn call) so the "
+                  "file is checked again"])])
+        with tf.control_dependencies([check]):
+            return (tf.identity(contents), shape), label
 
-    def decode(contents, label):
-        return ops.preprocess(contents, config, train), label
+    def decode(file, label):
+        contents, shape = file
+        return ops.preprocess(contents, config, train, shape), label
 
     def scale(image, label):
-        return {config.feature_key: ops.to_dtype(image, config.dtype)}, label
+        return {config.feature_key: ops.to_dtype(image, config.dtype, config.normalize)}, label
 
     return read, decode, scale
 
@@ -47,14 +67,18 @@ class ImageDomain(Domain):
     def file_table(self, paths: Sequence[str], config: ImageConfig) -> Any:
         from tfpipe.domains.image.scan import scan_images  # PIL loads here only
 
-        scan_images(paths, config)  # every unusable file is named here, before training
-        return list(paths)
+        scanned = scan_images(paths, config)  # every unusable file is named here, before training
+        return (tf_paths(paths), tf.constant([s.size for s in scanned], tf.int64),
+                tf.constant([s.shape for s in scanned], tf.int32, shape=[len(scanned), CHANNELS]))
 
     def stages(self, config: ImageConfig, mode: str) -> list[Stage]:
-        read, decode, scale = image_stage_fns(config, train=mode == "train")
-        # Images differ in size until resized, so decode runs per example; the dtype cast is the
-        # part that works on whole batches (with vectorize, batches are built from uint8 bytes).
-        return [Stage("read", read), Stage("decode", decode), Stage("scale", scale, batchable=True)]
+        train = mode == "train"
+        read, decode, scale = image_stage_fns(config, train)
+        # read (the encoded bytes) is deterministic, so a cache keeps it and the random crop and
+        # flip of decode are drawn anew each epoch. Images differ in size until resized, so decode
+        # runs per example; the dtype cast works on whole batches (batches are built from uint8).
+        return [Stage("read", read), Stage("decode", decode, random=train),
+                Stage("scale", scale, batchable=True)]
 
     def stores(self) -> tuple[str, ...]:
         from tfpipe.domains.image.offline import STORES
@@ -67,27 +91,39 @@ class ImageDomain(Domain):
         return ImageOffline(config, store)
 
     def stored_stages(self, stored: Mapping[str, Any], config: ImageConfig, mode: str = "eval") -> list[Stage]:
-        """Stored JPEG bytes or raw uint8 images -> the crop/flip/resize of `mode`, then config's dtype."""
-        from tfpipe.domains.image.offline import JPEG_KEY, RAW_KEY
+        """Stored JPEG bytes or raw uint8 pixels -> the crop/flip/resize of `mode`, then config's dtype.
 
-        check_stored(stored, config)
+        Images stored at a bounded shorter side (max_side) serve any output size; those stored
+        before it (center-cropped to a fixed size) only the size they were cut for.
+        """
+        from tfpipe.domains.image.offline import FIXED_RAW_KEY, JPEG_KEY, RAW_KEY, SHAPE_KEY
+
+        fixed = "max_side" not in stored["config"]  # an index written before max_side existed
+        if fixed:
+            check_stored(stored, config)
         train = mode == "train"
         _, _, scale = image_stage_fns(config, train)
         if stored["store"] == "jpeg":
             def decode(values, labels):
-                return ops.preprocess(values[JPEG_KEY], config, train), labels
+                jpeg = values[JPEG_KEY]
+                return ops.preprocess(jpeg, config, train, tf.io.extract_jpeg_shape(jpeg)), labels
+        elif fixed:
+            def decode(values, labels):
+                image = tf.saturate_cast(values[FIXED_RAW_KEY], tf.uint8)  # a reader may hand back another dtype
+                return ops.preprocess_decoded(image, config, train), labels
         else:
             def decode(values, labels):
-                image = tf.saturate_cast(values[RAW_KEY], tf.uint8)  # a reader may hand back another dtype
+                pixels = tf.io.decode_raw(values[RAW_KEY], tf.uint8)  # a copy of the bytes, no decode
+                image = tf.ensure_shape(tf.reshape(pixels, values[SHAPE_KEY]), [None, None, CHANNELS])
                 return ops.preprocess_decoded(image, config, train), labels
-        return [Stage("decode", decode), Stage("scale", scale, batchable=True)]
+        return [Stage("decode", decode, random=train), Stage("scale", scale, batchable=True)]
 
     def serving_receiver(self, config: ImageConfig) -> tuple[dict, dict]:
         """Encoded JPEG/PNG files in (string [batch]), the eval features out: center crop, resize, dtype."""
         encoded = tf.compat.v1.placeholder(tf.string, [None], name=SERVING_KEY)
         images = tf.map_fn(lambda contents: ops.preprocess(contents, config, train=False), encoded,
                            fn_output_signature=tf.TensorSpec(config.feature_shape, tf.uint8))
-        return {SERVING_KEY: encoded}, {config.feature_key: ops.to_dtype(images, config.dtype)}
+        return {SERVING_KEY: encoded}, {config.feature_key: ops.to_dtype(images, config.dtype, config.normalize)}
 
 
 def check_stored(stored: Mapping[str, Any], config: ImageConfig, where: str = "the shard index") -> None:

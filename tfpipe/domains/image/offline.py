@@ -1,12 +1,14 @@
-"""Offline images: decode anything PIL reads, convert to RGB, resize once, store JPEG or raw bytes.
+"""Offline images: decode anything PIL reads, convert to RGB, scale down once, store JPEG or raw bytes.
 
-Shard writers run this in worker processes (seed 004: "resize once offline"). Each image
-is cropped to the largest centred region with the output's aspect ratio and resized to
-`ImageConfig.stored_size`, a little larger than (height, width): the eval center crop
-of a stored image is the output size, and train crops still have room to move. JPEGs
-are decoded at a reduced scale where that still leaves enough pixels (PIL's draft mode,
-the same IDCT scaling the online path uses), so a 24-megapixel photo costs a fraction
-of a full decode.
+Shard writers run this in worker processes (seed 004: "resize once offline"; FFCV's
+bounded resolution). Each image keeps its aspect ratio and is scaled down so its shorter
+side is `ImageConfig.stored_short_side` (256 for 224 x 224 crops; never enlarged): every
+crop the online path would take is still there, at the resolution the output needs, and
+decoding a stored image costs a fraction of the original. JPEGs are decoded at a reduced
+scale where that still leaves enough pixels (PIL's draft mode, the same IDCT scaling the
+online path uses), so a 24-megapixel photo costs a fraction of a full decode. Stored as a
+re-encoded JPEG (`jpeg`, small) or as raw uint8 pixels with their shape (`raw`: nothing to
+decode when read, ~3-6x the bytes).
 """
 
 from __future__ import annotations
@@ -27,29 +29,31 @@ from tfpipe.errors import DataError
 
 STORES = ("jpeg", "raw")
 JPEG_KEY = "image_jpeg"  # store="jpeg": the re-encoded file, bytes
-RAW_KEY = "image"  # store="raw": uint8 [rows, columns, 3]
+RAW_KEY = "image_raw"  # store="raw": the uint8 pixels, row-major [rows, columns, 3], as bytes
+SHAPE_KEY = "image_shape"  # store="raw": [rows, columns, 3], int32
+FIXED_RAW_KEY = "image"  # store="raw" before max_side: uint8 [*stored_size, 3] (still read, no longer written)
 
 
 def load_image(path: str, config: ImageConfig, notes: "collections.Counter | None" = None) -> np.ndarray:
-    """Decodes any image PIL reads to uint8 RGB [*config.stored_size, 3], centre-cropped and resized.
+    """Decodes any image PIL reads to uint8 RGB, its shorter side scaled down to config.stored_short_side.
 
     Grayscale is repeated to three channels, alpha dropped (not composited: as the online
     decoder does), CMYK converted, 16-bit values scaled to 8 bits (the top byte, as
-    `tf.image.convert_image_dtype`), a GIF's first frame taken.
+    `tf.image.convert_image_dtype`), a GIF's first frame taken. The aspect ratio is kept;
+    an image already small enough keeps its size.
 
     Args:
       path: the file.
-      config: stored_size and max_pixels.
+      config: stored_short_side and max_pixels.
       notes: if given, counts "converted_format" (not JPEG/PNG), "converted_mode" (not RGB)
-        and "upscaled" (smaller than the stored size).
+        and "downscaled".
 
     Returns:
-      uint8 [rows, columns, 3] of config.stored_size.
+      uint8 [rows, columns, 3], min(rows, columns) <= config.stored_short_side.
 
     Raises:
       DataError: not a regular file, empty, truncated, not an image, or over max_pixels, naming it.
     """
-    rows, columns = config.stored_size
     try:
         info = os.stat(path)
         if not stat.S_ISREG(info.st_mode):
@@ -58,12 +62,9 @@ def load_image(path: str, config: ImageConfig, notes: "collections.Counter | Non
             raise DataError(f"{path}: empty file (0 bytes); remove it or copy it again")
         with open(path, "rb") as f:
             image = open_header(f, path, config.max_pixels)
-            width, height = image.size
-            box = _centre_box(width, height, rows, columns)
-            scale = min((box[2] - box[0]) / columns, (box[3] - box[1]) / rows)
-            if scale >= 2:  # JPEG: decode at 1/2, 1/4 or 1/8 size, still at least the stored size
-                image.draft(image.mode, (int(width / scale), int(height / scale)))
-                box = _centre_box(*image.size, rows, columns)
+            size = stored_size(*image.size, config.stored_short_side)
+            if size != image.size:  # JPEG: decode at 1/2, 1/4 or 1/8 size, still at least the stored size
+                image.draft(image.mode, size)
             image.load()  # decodes; raises OSError on truncated data
             fmt = image.format
             pixels = _rgb(image)
@@ -74,17 +75,18 @@ def load_image(path: str, config: ImageConfig, notes: "collections.Counter | Non
     if notes is not None:
         notes["converted_format"] += fmt not in ONLINE_FORMATS
         notes["converted_mode"] += image.mode != "RGB"
-        notes["upscaled"] += (box[2] - box[0]) < columns or (box[3] - box[1]) < rows
-    resized = pixels.resize((columns, rows), Image.BILINEAR, box=box)
-    return np.asarray(resized, np.uint8)
+        notes["downscaled"] += pixels.size != size
+    if pixels.size != size:
+        pixels = pixels.resize(size, Image.BILINEAR)  # PIL widens the filter when shrinking: no aliasing
+    return np.asarray(pixels, np.uint8)
 
 
-def _centre_box(width: int, height: int, rows: int, columns: int) -> tuple[int, int, int, int]:
-    """(left, top, right, bottom) of the largest centred region with aspect columns:rows."""
-    scale = min(height / rows, width / columns)
-    crop_w, crop_h = max(1, round(columns * scale)), max(1, round(rows * scale))
-    left, top = (width - crop_w) // 2, (height - crop_h) // 2
-    return (left, top, left + crop_w, top + crop_h)
+def stored_size(width: int, height: int, short_side: int) -> tuple[int, int]:
+    """(width, height) scaled down, aspect kept, so the shorter side is at most `short_side`."""
+    scale = short_side / min(width, height)
+    if scale >= 1:
+        return (width, height)
+    return (max(1, round(width * scale)), max(1, round(height * scale)))
 
 
 def _rgb(image: Image.Image) -> Image.Image:
@@ -103,17 +105,16 @@ def encode_jpeg(pixels: np.ndarray, quality: int) -> bytes:
 
 
 class ImageOffline(Offline):
-    """load = load_image (decode, RGB, resize once); featurize = stack raw bytes or re-encode as JPEG."""
+    """load = load_image (decode, RGB, scale down once); featurize = re-encode as JPEG, or the raw pixels."""
 
     def __init__(self, config: ImageConfig, store: str):
         if store not in STORES:
             raise ValueError(f"store={store!r}: allowed values are {', '.join(map(repr, STORES))}")
         self.config, self.store = config, store
-        rows, columns = config.stored_size
         if store == "jpeg":
             self.schema = Schema({JPEG_KEY: ("bytes", ())})
         else:
-            self.schema = Schema({RAW_KEY: ("uint8", (rows, columns, CHANNELS))})
+            self.schema = Schema({RAW_KEY: ("bytes", ()), SHAPE_KEY: ("int32", (3,))})
         self._notes: collections.Counter = collections.Counter()
 
     def load(self, path: str) -> np.ndarray:
@@ -122,8 +123,8 @@ class ImageOffline(Offline):
     def featurize(self, loaded: Sequence[np.ndarray]) -> dict:
         if self.store == "jpeg":
             return {JPEG_KEY: np.array([encode_jpeg(p, self.config.jpeg_quality) for p in loaded], dtype=object)}
-        rows, columns = self.config.stored_size
-        return {RAW_KEY: np.stack(loaded) if len(loaded) else np.zeros((0, rows, columns, CHANNELS), np.uint8)}
+        return {RAW_KEY: np.array([np.ascontiguousarray(p).tobytes() for p in loaded], dtype=object),
+                SHAPE_KEY: np.array([p.shape for p in loaded], np.int32).reshape(-1, CHANNELS)}
 
     def notes(self) -> dict:
         return dict(self._notes)

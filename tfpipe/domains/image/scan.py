@@ -3,9 +3,11 @@
 The online pipeline decodes JPEG and PNG with TensorFlow inside tf.data maps, where a bad
 file would stop training hours in with a traceback that does not name it. This scan
 opens each file's header with PIL (format, size, mode: no pixel is decoded), checks that
-a JPEG ends in its end-of-image marker and a PNG in its IEND chunk (the last KiBs only),
-and names every file the pipeline cannot read, with the fix that applies to it. It costs
-about 60-80 µs a file (header parse plus one small tail read), ~7 s per 100k files.
+a JPEG ends in its end-of-image marker, and that a PNG's chunks are all there with their
+CRCs right (a PNG is read whole for that, but not decoded: a damaged body would otherwise
+fail as "Invalid PNG data" naming no file), and names every file the pipeline cannot read,
+with the fix that applies to it. It costs about 60-80 µs a JPEG (header parse plus one
+small tail read), ~7 s per 100k files; a PNG about its read and a CRC.
 """
 
 from __future__ import annotations
@@ -13,32 +15,43 @@ from __future__ import annotations
 import os
 import re
 import stat
+import struct
+import threading
 import warnings
-from typing import Sequence
+import zlib
+from typing import NamedTuple, Sequence
 
 from PIL import Image, UnidentifiedImageError
 
-from tfpipe.domains.image.config import ImageConfig
-from tfpipe.errors import DataError, listed
+from tfpipe.core.files import FileProblem, check_files
+from tfpipe.domains.image.config import CHANNELS, ImageConfig
 
-_MAX_LISTED = 10  # bad files named in one error message
 ONLINE_FORMATS = ("JPEG", "PNG")  # what the TF decoders in ops read by content
 _JPEG_EOI = b"\xff\xd9"
-_PNG_IEND = b"IEND"
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # How far back from a file's end its end marker may sit: encoders and cameras may append a little.
 _TAIL_BYTES = 16 << 10  # 16 KiB
+_PIL_LIMIT_LOCK = threading.Lock()
 _BOMB_PIXELS = re.compile(r"\((\d+) pixels\)")
 
 
-class Unusable(DataError):
+class Scanned(NamedTuple):
+    """What the scan found of a usable file: format ("JPEG" or "PNG"), bytes, [rows, columns, 3]."""
+
+    format: str
+    size: int
+    shape: tuple[int, int, int]
+
+
+class Unusable(FileProblem):
     """One file's problem; `convertible`: `tfpipe prepare` (PIL) reads and converts it."""
 
     def __init__(self, path: str, reason: str, *, convertible: bool = False, too_large: bool = False):
-        super().__init__(f"{path}: {reason}")
+        super().__init__(path, reason)
         self.convertible, self.too_large = convertible, too_large
 
 
-def scan_images(paths: Sequence[str], config: ImageConfig) -> tuple[str, ...]:
+def scan_images(paths: Sequence[str], config: ImageConfig) -> tuple[Scanned, ...]:
     """Checks that each file is a complete JPEG or PNG within config.max_pixels.
 
     Args:
@@ -46,28 +59,20 @@ def scan_images(paths: Sequence[str], config: ImageConfig) -> tuple[str, ...]:
       config: its max_pixels is the size guard.
 
     Returns:
-      Each file's format ("JPEG" or "PNG"), in order.
+      Each file's format and size, in order.
 
     Raises:
       DataError: naming every unusable file (the first few, and how many more), what was
         found, and the fix for that kind of problem.
     """
-    formats, bad = [], []
-    for path in paths:
-        try:
-            formats.append(check_image(path, config.max_pixels))
-        except Unusable as e:
-            bad.append(e)
-            formats.append("")
-    if bad:
-        raise DataError(f"{len(bad)} of {len(paths)} image files cannot be read by the online pipeline, "
-                        f"which decodes complete JPEG and PNG files of at most {config.max_pixels} pixels:"
-                        f"{listed(bad, _MAX_LISTED)}\nFix: {_fix(bad, paths)}")
-    return tuple(formats)
+    return tuple(check_files(paths, lambda p: check_image(p, config.max_pixels),
+                             what=f"image files cannot be read by the online pipeline, which decodes complete "
+                                  f"JPEG and PNG files of at most {config.max_pixels} pixels",
+                             fix=lambda bad: _fix(bad, paths)))
 
 
-def check_image(path: str, max_pixels: int, formats: Sequence[str] = ONLINE_FORMATS) -> str:
-    """The format of an image file the online pipeline can read, from its header and its last bytes.
+def check_image(path: str, max_pixels: int, formats: Sequence[str] = ONLINE_FORMATS) -> Scanned:
+    """The format and size of an image file the online pipeline can read, from its header and its end.
 
     Raises:
       Unusable: what is wrong with the file.
@@ -84,16 +89,36 @@ def check_image(path: str, max_pixels: int, formats: Sequence[str] = ONLINE_FORM
             if image.format not in formats:
                 raise Unusable(path, f"{image.format} data, though named {os.path.splitext(path)[1]}; the "
                                      f"online decoder reads {' and '.join(formats)}", convertible=True)
-            f.seek(max(header_end, info.st_size - _TAIL_BYTES))
-            tail = f.read()
+            if image.format == "PNG":
+                f.seek(0)
+                _check_png_chunks(path, f.read())
+            else:
+                f.seek(max(header_end, info.st_size - _TAIL_BYTES))
+                if _JPEG_EOI not in f.read():
+                    raise Unusable(path, f"truncated JPEG ({info.st_size} bytes, no end-of-image marker); "
+                                         f"copy or export it again")
     except OSError as e:
         raise Unusable(path, f"unreadable ({e.strerror or e})") from e
-    marker = _JPEG_EOI if image.format == "JPEG" else _PNG_IEND
-    if marker not in tail:
-        what = "end-of-image marker" if image.format == "JPEG" else "IEND chunk"
-        raise Unusable(path, f"truncated {image.format} ({info.st_size} bytes, no {what}); "
-                             f"copy or export it again")
-    return image.format
+    return Scanned(image.format, info.st_size, (image.size[1], image.size[0], CHANNELS))
+
+
+def _check_png_chunks(path: str, data: bytes) -> None:
+    """Every chunk up to IEND complete and its CRC right (what libpng checks while decoding)."""
+    position = len(_PNG_SIGNATURE)
+    while True:
+        if position + 8 > len(data):
+            raise Unusable(path, f"truncated PNG ({len(data)} bytes, no IEND chunk); copy or export it again")
+        length, kind = struct.unpack(">I4s", data[position:position + 8])
+        end = position + 8 + length + 4
+        if end > len(data):
+            raise Unusable(path, f"truncated PNG ({len(data)} bytes, no IEND chunk); copy or export it again")
+        crc = struct.unpack(">I", data[end - 4:end])[0]
+        if zlib.crc32(data[position + 4:end - 4]) != crc:
+            raise Unusable(path, f"damaged PNG: the {kind.decode('latin-1')!r} chunk at byte {position} fails its "
+                                 f"CRC check; copy or export it again")
+        if kind == b"IEND":
+            return
+        position = end
 
 
 def open_header(f, path: str, max_pixels: int) -> Image.Image:
@@ -103,10 +128,8 @@ def open_header(f, path: str, max_pixels: int) -> Image.Image:
       Unusable: not an image PIL knows, or too many pixels.
     """
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # our guard speaks instead
-            image = Image.open(f)
-    except Image.DecompressionBombError as e:  # over PIL's own limit (~179M pixels): no size given
+        image = _open_guarded(f, max_pixels)
+    except Image.DecompressionBombError as e:  # over PIL's limit and ours: PIL gives the count only
         pixels = _BOMB_PIXELS.search(str(e))
         raise _too_large(path, f"{pixels.group(1)} pixels" if pixels else "too many pixels", max_pixels) from None
     except UnidentifiedImageError:
@@ -122,6 +145,29 @@ def open_header(f, path: str, max_pixels: int) -> Image.Image:
     return image
 
 
+def _open_guarded(f, max_pixels: int) -> Image.Image:
+    """Image.open with PIL's own decompression-bomb limit (~179M pixels) raised to `max_pixels`.
+
+    Our guard (max_pixels) speaks instead of PIL's: with max_pixels above PIL's limit, an image
+    between the two is within what the user allowed and must open.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        try:
+            return Image.open(f)
+        except Image.DecompressionBombError as e:
+            pixels = _BOMB_PIXELS.search(str(e))
+            if not pixels or int(pixels.group(1)) > max_pixels:
+                raise
+        with _PIL_LIMIT_LOCK:  # PIL reads its limit from a module global
+            saved, Image.MAX_IMAGE_PIXELS = Image.MAX_IMAGE_PIXELS, max_pixels
+            try:
+                f.seek(0)
+                return Image.open(f)
+            finally:
+                Image.MAX_IMAGE_PIXELS = saved
+
+
 def _too_large(path: str, size: str, max_pixels: int) -> Unusable:
     return Unusable(path, f"{size}, over ImageConfig.max_pixels={max_pixels} (decoded it would take 3 bytes "
                           f"a pixel)", too_large=True)
@@ -133,17 +179,19 @@ def _looks_like_text(head: bytes) -> bool:
     return text.count("\ufffd") <= 3 and all(c.isprintable() or c.isspace() for c in text.replace("\ufffd", ""))
 
 
-def _fix(bad: Sequence[Unusable], paths: Sequence[str]) -> str:
+def _fix(bad: Sequence[FileProblem], paths: Sequence[str]) -> str:
     """The advice that applies to these problems, with the user's real folder in it."""
     folder = os.path.commonpath([os.path.dirname(p) for p in paths]) if paths else "DATA"
+    convertible = [getattr(e, "convertible", False) for e in bad]
+    too_large = [getattr(e, "too_large", False) for e in bad]
     advice = []
-    if any(e.convertible for e in bad):
+    if any(convertible):
         advice.append(f"re-save GIF/BMP/TIFF/WebP files as JPEG or PNG, or convert the folder with "
                       f"`tfpipe prepare --input {folder} --output SHARDS` (PIL reads them) and train on SHARDS")
-    if any(e.too_large for e in bad):
+    if any(too_large):
         advice.append("downscale the oversized images, or raise --max_pixels (ImageConfig.max_pixels) if "
                       "the machine has the memory for them")
-    if any(not (e.convertible or e.too_large) for e in bad):
+    if not all(c or t for c, t in zip(convertible, too_large)):
         advice.append("remove or replace the files that are empty, truncated or not images "
                       "(prepare --on_error=skip lists them instead)")
     return "; ".join(advice)
