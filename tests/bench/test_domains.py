@@ -51,7 +51,7 @@ def test_image_specs_edit_image_config_fields():
 
 def test_image_data_refuses_another_domains_fields_before_starting_workers(images, tmp_path):
     with pytest.raises(ValueError, match=r"n_mels: not fields of ImageConfig, the features of the image data in "
-                                         r".*images.*; its fields are dct_method, dtype, eval_crop, fancy_upscaling, flip, height"):
+                                         r".*images.*; its fields are .*dtype, eval_crop, .*flip, height"):
         bench.run(images, ["optimized"], overrides={"n_mels": 40}, progress=False)
     with pytest.raises(ValueError, match=r"features=AudioConfig\(\.\.\.\) but the data is image .*ImageConfig"):
         bench.run(images, ["optimized"], features=AudioConfig(), progress=False)
