@@ -45,26 +45,30 @@ def load_clip(path: str, features: AudioConfig, notes: "collections.Counter | No
     """
     import soundfile
 
-    try:
-        if os.path.getsize(path) == 0:
-            raise DataError(f"{path}: empty file (0 bytes); remove it or copy it again")
-        # Opened by Python, so a permission or a missing file is named as the OS says it
-        # ("Permission denied"), not libsndfile's "System error."; then one open for header and samples.
-        with open(path, "rb") as raw, soundfile.SoundFile(raw) as f:
-            short = _SHORT_DATA.search(f.extra_info or "")
-            if short and int(short.group(1)) not in _STREAMED_SIZES:
-                raise DataError(f"{path}: truncated: the header promises {short.group(1)} bytes of samples "
-                                f"but the file holds {short.group(2)}; copy or export it again")
-            if f.frames == 0:
-                raise DataError(f"{path}: empty: no samples; remove it or record it again")
-            rate, frames = f.samplerate, f.frames
-            wanted = math.ceil(features.clip_seconds * rate)
-            if rate != features.sample_rate:
-                wanted += math.ceil(_RESAMPLE_MARGIN_SECONDS * rate)
-            samples = f.read(frames=min(wanted, frames), dtype="float32", always_2d=True)
-    except (RuntimeError, OSError) as e:  # soundfile's errors subclass RuntimeError
-        why = getattr(e, "error_string", None) or getattr(e, "strerror", None) or e  # without the path
-        raise DataError(f"{path}: not readable audio ({why}); remove it or convert it to wav") from e
+    try:  # opened by Python: the OS's reason ("Permission denied"), not libsndfile's "System error."
+        raw = open(path, "rb")
+    except OSError as e:
+        raise DataError(f"{path}: unreadable ({e.strerror or e}); check that it exists and that its permissions "
+                        f"let this user read it") from e
+    with raw:
+        try:
+            if os.fstat(raw.fileno()).st_size == 0:
+                raise DataError(f"{path}: empty file (0 bytes); remove it or copy it again")
+            with soundfile.SoundFile(raw) as f:  # one open for header checks and samples
+                short = _SHORT_DATA.search(f.extra_info or "")
+                if short and int(short.group(1)) not in _STREAMED_SIZES:
+                    raise DataError(f"{path}: truncated: the header promises {short.group(1)} bytes of samples "
+                                    f"but the file holds {short.group(2)}; copy or export it again")
+                if f.frames == 0:
+                    raise DataError(f"{path}: empty: no samples; remove it or record it again")
+                rate, frames = f.samplerate, f.frames
+                wanted = math.ceil(features.clip_seconds * rate)
+                if rate != features.sample_rate:
+                    wanted += math.ceil(_RESAMPLE_MARGIN_SECONDS * rate)
+                samples = f.read(frames=min(wanted, frames), dtype="float32", always_2d=True)
+        except (RuntimeError, OSError) as e:  # soundfile's errors subclass RuntimeError
+            why = getattr(e, "error_string", None) or getattr(e, "strerror", None) or e  # without the path
+            raise DataError(f"{path}: not readable audio ({why}); remove it or convert it to wav") from e
     mono = samples.mean(axis=1) if samples.shape[1] > 1 else samples[:, 0]
     if rate != features.sample_rate:
         import librosa

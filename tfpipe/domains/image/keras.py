@@ -26,7 +26,8 @@ def keras_recipe(data_dir: str, config: Optional[ImageConfig] = None, batch_size
     Args:
       data_dir: a folder with one subfolder per class.
       config: output size, dtype and augmentation (default ImageConfig()); images load at
-        `config.stored_size` (what tfpipe prepare stores), then are cropped to (height, width).
+        `config.stored_size` (the eval crop's need, as a Keras user picks a load size), then are
+        cropped to (height, width).
       batch_size: examples per batch.
       seed: shuffle seed (None: a new order every run).
       mode: "train" (shuffled, random crop and flip, endless unless `epochs`) or "eval"
@@ -57,6 +58,7 @@ def keras_recipe(data_dir: str, config: Optional[ImageConfig] = None, batch_size
         ds = ds.repeat(epochs)
     ds = ds.map(augment, num_parallel_calls=tf.data.AUTOTUNE)
     ds = ds.batch(batch_size, drop_remainder=train)
-    ds = ds.map(lambda images, labels: ({config.feature_key: ops.to_dtype(images, config.dtype)}, labels),
+    ds = ds.map(lambda images, labels: ({config.feature_key: ops.to_dtype(images, config.dtype, config.normalize)},
+                                        labels),
                 num_parallel_calls=tf.data.AUTOTUNE)
     return ds.prefetch(tf.data.AUTOTUNE)
