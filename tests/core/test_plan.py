@@ -127,3 +127,10 @@ def test_the_plan_needs_no_tensorflow():
             "print(sorted(m for m in sys.modules if m.startswith('tensorflow')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_snapshot_keeps_what_read_returns_and_a_memory_cache_all_deterministic_work():
+    snapshot = dataclasses.replace(NAIVE, cache="snapshot:/tmp/s")
+    assert _plan(snapshot).startswith("map(read) -> cache -> shuffle_examples -> map(decode) -> map(features)")
+    assert _plan(dataclasses.replace(OPT, cache="snapshot:/tmp/s"), IMAGE, mode="eval").startswith(
+        "map(read) -> cache -> map(decode) -> batch")

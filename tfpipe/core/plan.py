@@ -198,12 +198,16 @@ def batches_plan(p: Any, source: Yields, request: Request = Request()) -> tuple[
 def _head_tail(p: Any, source: Yields, before: Sequence[Any]) -> tuple[list, list]:
     """Per-example stages before / after the cache and the example shuffle.
 
-    With a cache: every stage up to the first random one runs before it (so a random crop is
-    drawn anew each epoch). Otherwise, one example per file: the first stage reads the file
-    before the example shuffle (the seed's map(read) -> shuffle), or with fuse_maps the one
-    fused map does; records: every stage runs after the shuffle.
+    With a cache in memory or a file: every stage up to the first random one runs before it
+    (so a random crop is drawn anew each epoch). A snapshot on disk keeps what the first stage
+    read (the file's bytes: compact, and a graph tf.data fingerprints the same way every build,
+    where decode functions with branches are not). Otherwise, one example per file: the first
+    stage reads the file before the example shuffle (the seed's map(read) -> shuffle), or with
+    fuse_maps the one fused map does; records: every stage runs after the shuffle.
     """
-    if p.cache:
+    if p.cache.startswith("snapshot:"):
+        cut = 0 if source.records else min(1, deterministic_prefix(before))
+    elif p.cache:
         cut = deterministic_prefix(before)
     elif source.records:
         cut = 0

@@ -1,0 +1,95 @@
+"""The cache step (core/cache.py): a snapshot outlives the process but never serves stale, partial or
+other data; images are fingerprinted the same way every build, so their snapshot is reused."""
+
+import os
+
+import numpy as np
+
+import tfpipe
+from tests.support import make_corpus, write_tone
+
+
+_SNAPSHOT_SCRIPT = """
+import os, sys
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import tfpipe
+data, snap, n_mels, stop_after = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+pipe = tfpipe.PipelineConfig.optimized(batch_size=2, cache="snapshot:" + snap, vectorize=False)
+ds = tfpipe.build_dataset(data, "eval", pipe, tfpipe.AudioConfig(clip_seconds=0.25, n_mels=n_mels))
+for i, (features, labels) in enumerate(ds):
+    log_mel = features["log_mel"].numpy()
+    print(log_mel.shape[-1], round(float(log_mel.mean()), 1), *labels.numpy().tolist(), flush=True)
+    if i + 1 == stop_after:
+        os._exit(0)  # killed mid-pass: no chance to finish the snapshot
+"""
+
+
+def _snapshot_run(tmp_path, data, snap, n_mels=64, stop_after=0):
+    """(mel bands seen, mean log-mel of the pass, sorted labels) from a fresh process."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "snap.py"
+    script.write_text(_SNAPSHOT_SCRIPT)
+    out = subprocess.run([sys.executable, str(script), data, snap, str(n_mels), str(stop_after)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [line.split() for line in out.stdout.splitlines()]
+    return ({int(r[0]) for r in rows}, round(float(np.mean([float(r[1]) for r in rows])), 1),
+            sorted(int(x) for r in rows for x in r[2:]))
+
+
+def _tree(folder):
+    """{path: (size, mtime)} of every file under folder."""
+    return {os.path.join(d, f): (os.stat(os.path.join(d, f)).st_size, os.stat(os.path.join(d, f)).st_mtime_ns)
+            for d, _, fs in os.walk(folder) for f in fs}
+
+
+def test_snapshot_cache_survives_a_restart_and_never_serves_a_partial_pass(tmp_path):
+    data = make_corpus(tmp_path / "corpus", per_class=2)  # 6 clips, labels 0,0,1,1,2,2
+    snap = str(tmp_path / "snap")
+    assert _snapshot_run(tmp_path, data, snap, stop_after=1)[2] == [0, 0]  # killed after one batch
+    bands, loud, labels = _snapshot_run(tmp_path, data, snap)
+    assert labels == [0, 0, 1, 1, 2, 2]  # the partial pass was not used: a whole epoch
+    written = _tree(snap)
+    assert _snapshot_run(tmp_path, data, snap) == (bands, loud, labels)
+    assert _tree(snap) == written  # read back from the finished snapshot: nothing new written
+
+
+def test_snapshot_is_not_served_after_a_file_changes_in_place(tmp_path):
+    data = make_corpus(tmp_path / "corpus", per_class=2)
+    snap = str(tmp_path / "snap")
+    _, loud, labels = _snapshot_run(tmp_path, data, snap)
+    path = tfpipe.find(data).paths[0]
+    size = os.path.getsize(path)
+    write_tone(path, 1, amplitude=0.0)  # same name, same header and size, now silent
+    assert os.path.getsize(path) == size
+    _, loud_after, labels_after = _snapshot_run(tmp_path, data, snap)
+    assert labels_after == labels
+    assert loud_after == _snapshot_run(tmp_path, data, str(tmp_path / "fresh"))[1] != loud  # the new samples
+
+
+def test_a_snapshot_of_file_bytes_serves_other_features_correctly(tmp_path):
+    data = make_corpus(tmp_path / "corpus", per_class=2)
+    snap = str(tmp_path / "snap")
+    assert _snapshot_run(tmp_path, data, snap, n_mels=64)[0] == {64}
+    assert _snapshot_run(tmp_path, data, snap, n_mels=40)[0] == {40}
+    (files_key,) = os.listdir(snap)  # the files did not change: one key of their contents
+    # The snapshot keeps what read returns (the files' bytes); features are computed after it.
+    assert len(os.listdir(os.path.join(snap, files_key))) == 1
+
+
+# --- make_input_fn records where the stream stood: changed files and batch sizes -------------------
+
+
+def test_an_image_snapshot_is_reused_by_the_next_build(tmp_path):
+    from tfpipe.domains.image import synthetic
+
+    data = str(tmp_path / "images")
+    synthetic.write_corpus(data, per_class=2, seed=0, progress=False)
+    snap = str(tmp_path / "snap")
+    pipe = tfpipe.PipelineConfig.optimized(batch_size=4, cache=f"snapshot:{snap}")
+    for _ in range(2):  # each input_fn call of an Estimator builds the dataset anew
+        assert sum(len(l) for _, l in tfpipe.build_dataset(data, "eval", pipe, tfpipe.ImageConfig(32, 32))) > 0
+    finished = [d for d, _, files in os.walk(snap) if "snapshot.metadata" in files]
+    assert len(finished) == 1, finished  # one snapshot, written once and read back
