@@ -34,8 +34,9 @@ MOVED_NAMES: dict[str, dict[str, str]] = {
     },
     "tfpipe.bench_report": {"plot_bench": "tfpipe.bench.chart:plot_bench"},
     "tfpipe.pipeline": {
-        **{n: f"tfpipe.core.chain:{n}" for n in ("AUTOTUNE", "EVAL", "PREDICT", "TRAIN",
-                                                 "build_dataset", "normalize_mode", "shard_for_input_context")},
+        **{n: f"tfpipe.core.chain:{n}" for n in ("AUTOTUNE", "EVAL", "PREDICT", "TRAIN", "build_dataset",
+                                                 "normalize_mode")},
+        "shard_for_input_context": "tfpipe.core.transforms:shard_for_input_context",
         "dataset_ops": "tfpipe.core.graph:dataset_ops",
         "Data": "tfpipe.core.source:Data",
         "compose": "tfpipe.core.stage:compose",
