@@ -72,7 +72,8 @@ def model_fn(features: dict, labels: Optional[tf.Tensor], mode: str, params: dic
     class_names = tuple(params["class_names"])
     feature_config: AudioConfig = params["features"]
     if "image" in features:
-        x = image_ops.normalize(features["image"])  # [batch, height, width, 3]
+        image = features["image"]  # already normalized by the pipeline when ImageConfig.normalize is set
+        x = image if getattr(feature_config, "normalize", False) else image_ops.normalize(image)
     elif "log_mel" in features:
         x = standardize(tf.cast(features["log_mel"], tf.float32))[..., tf.newaxis]
     elif "waveform" in features:
