@@ -75,3 +75,31 @@ def test_a_long_recording_is_read_only_as_far_as_the_clip_and_checked(tmp_path):
         f.truncate(os.path.getsize(long_path) - 1000)
     with pytest.raises(tf.errors.InvalidArgumentError, match=rf"{long_path}"):
         _count(ds)
+
+
+def test_whole_clips_keep_every_sample_and_bucket_by_length(tmp_path):
+    import tfpipe
+    from tests.support import write_tone
+
+    lengths_s = [0.1, 0.12, 0.5, 0.55, 1.0, 1.1] * 2
+    for i, seconds in enumerate(lengths_s):
+        write_tone(str(tmp_path / "clips" / ("a" if i % 2 else "b") / f"c{i:02d}.wav"), 300 + 50 * i, seconds=seconds)
+    whole = tfpipe.AudioConfig(clip_seconds=0)
+    pipe = tfpipe.PipelineConfig.optimized(batch_size=2, seed=0, drop_remainder=False, bucket_boundaries=(20, 80))
+    seen = []
+    for features, _ in tfpipe.build_dataset(str(tmp_path / "clips"), "train", pipe, whole, epochs=1):
+        batch = features["log_mel"].numpy()
+        assert batch.shape[0] <= 2 and batch.shape[2] == 64
+        lengths = (np.abs(batch).sum(axis=2) > 0).sum(axis=1)  # frames before the zero padding
+        assert batch.shape[1] == lengths.max()  # padded only to its own longest clip
+        assert len(set(np.digitize(lengths, [20, 80]))) == 1  # one bucket per batch
+        seen += lengths.tolist()
+    # Each clip's frames: 1 + samples // hop (160 at 16 kHz): every clip whole, once.
+    assert sorted(seen) == sorted(1 + int(round(s * 16000)) // 160 for s in lengths_s)
+    waves = list(tfpipe.build_dataset(str(tmp_path / "clips"), "eval", pipe,
+                                      tfpipe.AudioConfig(clip_seconds=0, output="waveform")))
+    assert sum(int((w["waveform"].numpy() != 0).any(axis=1).sum()) for w, _ in waves) == 12
+    with pytest.raises(ValueError, match="clip_seconds=0 \\(whole clips\\) is for the online path"):
+        tfpipe.write_shards(str(tmp_path / "clips"), str(tmp_path / "s"), features=whole, progress=False)
+    with pytest.raises(ValueError, match="must be 0 \\(whole clips\\) or >= 0.01"):
+        tfpipe.AudioConfig(clip_seconds=0.001)

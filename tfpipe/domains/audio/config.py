@@ -18,7 +18,9 @@ class AudioConfig:
 
     Attributes:
       sample_rate: Hz every clip must have (online) or is resampled to (prepare).
-      clip_seconds: clips are cropped or zero-padded to this length.
+      clip_seconds: clips are cropped or zero-padded to this length; 0 keeps whole clips (no
+        crop, no pad): examples then vary in length and are padded per batch, or batched by
+        length with PipelineConfig.bucket_boundaries (online only; shards store fixed lengths).
       n_fft: FFT size and window length, in samples.
       hop_length: samples between frames.
       n_mels: mel bands.
@@ -30,7 +32,9 @@ class AudioConfig:
     """
 
     sample_rate: int = config_field(16000, "Sample rate in Hz.", min=1000, max=384000)
-    clip_seconds: float = config_field(1.0, "Clip length in seconds (crop or zero-pad).", min=0.01, max=600.0)
+    clip_seconds: float = config_field(1.0, "Clip length in seconds (crop or zero-pad); 0: whole clips, of "
+                                            "varying length (padded per batch, or --bucket_boundaries).",
+                                       min=0.0, max=600.0)
     n_fft: int = config_field(512, "FFT size and window length in samples.", min=16, max=65536)
     hop_length: int = config_field(160, "Samples between STFT frames.", min=1, max=65536)
     n_mels: int = config_field(64, "Number of mel bands.", min=1, max=512)
@@ -48,18 +52,25 @@ class AudioConfig:
                              f"(above fmin, at most sample_rate/2)")
         if self.fmin >= nyquist:
             raise ValueError(f"AudioConfig.fmin={self.fmin!r}: must be below sample_rate/2 = {nyquist}")
+        if 0 < self.clip_seconds < 0.01:
+            raise ValueError(f"AudioConfig.clip_seconds={self.clip_seconds!r}: must be 0 (whole clips) or >= 0.01")
         if self.hop_length > self.n_fft:
             raise ValueError(f"AudioConfig.hop_length={self.hop_length}: must be <= n_fft={self.n_fft}")
 
     @property
-    def num_samples(self) -> int:
-        """Samples per clip after crop/pad."""
-        return int(round(self.sample_rate * self.clip_seconds))
+    def whole_clips(self) -> bool:
+        """clip_seconds=0: every clip as long as it is (examples vary in length)."""
+        return self.clip_seconds == 0
 
     @property
-    def num_frames(self) -> int:
-        """STFT frames per clip (centered frames, as librosa)."""
-        return 1 + self.num_samples // self.hop_length
+    def num_samples(self) -> Optional[int]:
+        """Samples per clip after crop/pad (None: whole clips)."""
+        return None if self.whole_clips else int(round(self.sample_rate * self.clip_seconds))
+
+    @property
+    def num_frames(self) -> Optional[int]:
+        """STFT frames per clip (centered frames, as librosa; None: whole clips)."""
+        return None if self.whole_clips else 1 + self.num_samples // self.hop_length
 
     @property
     def feature_key(self) -> str:

@@ -37,7 +37,7 @@ def wav_stage_fns(f: AudioConfig):
 
     def read(file, label):
         path, offset, size, file_size, fingerprint = file
-        needed = offset + tf.minimum(size, 2 * f.num_samples)
+        needed = offset + (size if f.whole_clips else tf.minimum(size, 2 * f.num_samples))
         head = file_size - needed > _WHOLE_READ_SLACK
         contents = tf.cond(head, lambda: _read_head(path, needed, file_size), lambda: tf.io.read_file(path))
         same = tf.logical_and(
@@ -94,9 +94,11 @@ class AudioDomain(Domain):
     def stages(self, config: AudioConfig, mode: str) -> list[Stage]:
         read, decode, featurize = wav_stage_fns(config)
         python = config.backend == "librosa" and config.output == "log_mel"
-        # decode and features work on whole batches: one decode_raw and one STFT per batch.
-        return [Stage("read", read), Stage("decode", decode, batchable=True),
-                Stage("features", featurize, batchable=True, python=python)]
+        # decode and features work on whole batches (one decode_raw and one STFT per batch) when
+        # every clip has one length; whole clips of differing lengths are decoded one by one.
+        fixed = not config.whole_clips
+        return [Stage("read", read), Stage("decode", decode, batchable=fixed),
+                Stage("features", featurize, batchable=fixed, python=python)]
 
     def stores(self) -> tuple[str, ...]:
         from tfpipe.domains.audio.offline import STORES
@@ -104,6 +106,9 @@ class AudioDomain(Domain):
         return STORES
 
     def offline(self, config: AudioConfig, store: str):
+        if config.whole_clips:
+            raise ValueError("clip_seconds=0 (whole clips) is for the online path: shards store clips of one "
+                             "length; pass --clip_seconds (e.g. the longest clip's length) to prepare them")
         from tfpipe.domains.audio.offline import AudioOffline  # soundfile and librosa load here only
 
         return AudioOffline(config, store)
@@ -124,7 +129,7 @@ class AudioDomain(Domain):
         """
         in_graph = dataclasses.replace(config, backend="tf")
         waveform = tf.compat.v1.placeholder(tf.float32, [None, None], name="waveform")
-        fixed = ops.fix_length(waveform, config.num_samples)
+        fixed = waveform if config.whole_clips else ops.fix_length(waveform, config.num_samples)
         return {"waveform": waveform}, {config.feature_key: ops.compute_features(fixed, in_graph)}
 
 

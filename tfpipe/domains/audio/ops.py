@@ -7,6 +7,7 @@ pipeline can run it before batching or, vectorized, after.
 from __future__ import annotations
 
 import functools
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
@@ -16,15 +17,19 @@ from tfpipe.domains.audio.config import AudioConfig
 _PCM16_SCALE = 1.0 / 32768.0  # same scaling as tf.audio.decode_wav and soundfile
 
 
-def decode_pcm16(contents: tf.Tensor, offset: tf.Tensor, size: tf.Tensor, num_samples: int) -> tf.Tensor:
+def decode_pcm16(contents: tf.Tensor, offset: tf.Tensor, size: tf.Tensor, num_samples: Optional[int]) -> tf.Tensor:
     """Decodes the 16-bit PCM samples at contents[offset:offset+size], cropped or zero-padded.
 
     Works on one file's bytes (scalar string) or a batch of them, which is what makes
-    decoding vectorizable: one decode_raw over the whole batch.
+    decoding vectorizable: one decode_raw over the whole batch. num_samples=None: one clip,
+    all its samples (whole clips).
 
     Returns:
-      float32 [..., num_samples] in [-1, 1).
+      float32 [..., num_samples] in [-1, 1) (float32 [samples] for whole clips).
     """
+    if num_samples is None:
+        samples = tf.io.decode_raw(tf.strings.substr(contents, offset, size), tf.int16, little_endian=True)
+        return tf.cast(samples, tf.float32) * _PCM16_SCALE
     data = tf.strings.substr(contents, offset, tf.minimum(size, 2 * num_samples))
     samples = tf.io.decode_raw(data, tf.int16, little_endian=True, fixed_length=2 * num_samples)
     return tf.cast(samples, tf.float32) * _PCM16_SCALE

@@ -76,7 +76,7 @@ def scan_wavs(paths: Sequence[str], features: AudioConfig) -> WavLayout:
 def _warn_if_mostly_cropped(sizes: Sequence[int], features: AudioConfig) -> None:
     """A UserWarning when more than half the clips lose over a quarter of their samples to the crop."""
     seconds = [size / 2 / features.sample_rate for size in sizes]
-    cropped = [s for s in seconds if s * (1 - _CROPPED_SHARE) > features.clip_seconds]
+    cropped = [s for s in seconds if s * (1 - _CROPPED_SHARE) > features.clip_seconds and not features.whole_clips]
     if len(cropped) * 2 > len(seconds):
         median = round(statistics.median(seconds), 2)
         warnings.warn(f"{len(cropped)} of {len(seconds)} clips are longer than clip_seconds={features.clip_seconds} "
