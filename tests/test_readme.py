@@ -136,6 +136,9 @@ def commands(code: str) -> list[str]:
     return [line.strip() for line in joined.splitlines() if line.strip() and not line.strip().startswith("#")]
 
 
+_TF_NOISE = re.compile(r"cuda|cuDNN|cuFFT|cuBLAS|oneDNN|TensorRT|cpu_feature_guard")
+
+
 def _env(block_env: dict) -> dict:
     bin_dir = os.path.dirname(sys.executable)  # this venv: its `tfpipe` and `python`
     return {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
@@ -186,8 +189,14 @@ def run_block(block: Block, cwd: str) -> None:
         script = os.path.join(cwd, "readme_block.py")
         with open(script, "w") as f:
             f.write(block.source)
-        _check(subprocess.run([sys.executable, script], capture_output=True, text=True, cwd=cwd, env=env,
-                              timeout=block.timeout), f"README.md:{block.line} python block")
+        # As a user runs it: no TF_CPP_MIN_LOG_LEVEL from the test session, so the block's own
+        # tfpipe.quiet() must hide TensorFlow's start-up lines.
+        env = {k: v for k, v in env.items() if k != "TF_CPP_MIN_LOG_LEVEL" or k in block.env}
+        run = subprocess.run([sys.executable, script], capture_output=True, text=True, cwd=cwd, env=env,
+                             timeout=block.timeout)
+        _check(run, f"README.md:{block.line} python block")
+        noise = [line for line in run.stderr.splitlines() if _TF_NOISE.search(line)]
+        assert not noise, f"README.md:{block.line}: TensorFlow start-up lines on stderr: {noise[:3]}"
         return
     for command in commands(block.source):
         if any(command.startswith(prefix) for prefix in block.help_only):

@@ -36,6 +36,9 @@ def _log_mel(features, labels):
 def files_and_labels(data=DATA):
     """The seed's (filenames, labels): class = parent folder."""
     files = sorted(glob.glob(os.path.join(data, "*", "*.wav")))
+    if not files:
+        raise ValueError(f"no wav files in {data}/<class>/: write the demo corpus first (tfpipe synth --output "
+                         f"{data}) or set SEED_DATA to your folder")
     classes = sorted({os.path.basename(os.path.dirname(f)) for f in files})
     return files, [classes.index(os.path.basename(os.path.dirname(f))) for f in files]
 
