@@ -36,7 +36,8 @@ _LOOPBACK = ("localhost", "127.0.0.1", "::1")  # hostnames as urlsplit gives the
 # How long a consumer (or a worker that found something listening) waits for a dispatcher to answer:
 # long enough for one that is still starting (TensorFlow loads in ~5 s), short enough to be a clear
 # failure. TensorFlow's own client has no timeout: it retries for an hour, deaf to Ctrl-C.
-DISPATCHER_WAIT_SECONDS = 10.0
+# $TFPIPE_DISPATCHER_WAIT_SECONDS sets it (a dispatcher known to be up: less; a slow start: more).
+DISPATCHER_WAIT_SECONDS = float(os.environ.get("TFPIPE_DISPATCHER_WAIT_SECONDS") or 10.0)
 _ATTEMPT_SECONDS = 2.0  # one TCP connect or one GetVersion call
 _GET_VERSION = "/tensorflow.data.DispatcherService/GetVersion"  # the dispatcher's cheapest RPC
 
@@ -81,6 +82,9 @@ def distribute(ds: tf.data.Dataset, pipeline: PipelineConfig) -> tf.data.Dataset
     _check_runnable_remotely(ds, pipeline)
     if "://" not in pipeline.data_service or pipeline.data_service.startswith("grpc://"):
         check_dispatcher(pipeline.data_service)  # TensorFlow would block here for an hour, silently
+        from tfpipe import service_watch
+
+        service_watch.watch(*_split_address(pipeline.data_service))  # a lost worker is said, not silent
     return ds.apply(_service.distribute(processing_mode=mode, service=pipeline.data_service,
                                         job_name=pipeline.data_service_job or None))
 
