@@ -4,27 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfpipe.storage.codec import LENGTHS_PREFIX, Field, RecordCodec, field_of
-
-
-@pytest.mark.parametrize("value, field", [
-    (3, Field("int64", ())), (2.5, Field("float32", ())), (True, Field("bool", ())),
-    (b"\x00\xff", Field("bytes", ())), ("ü", Field("str", ())), ([1, 2, 3], Field("int64", (3,))),
-    (np.zeros((2, 3), np.float16), Field("float16", (2, 3))), (np.uint64(7), Field("uint64", ())),
-    (np.array(["a", "bc"], dtype=object), Field("str", (2,))), (np.array([b"a", b""], dtype=object), Field("bytes", (2,))),
-])
-def test_field_of_a_value(value, field):
-    assert field_of(value) == field
-
-
-def test_field_refuses_none_anywhere_but_first_and_unknown_dtypes():
-    assert Field("int64", (None, 3)).variable and Field("int64", (None, 3)).row == (3,)
-    with pytest.raises(ValueError, match=r"None only for the first dimension"):
-        Field("int64", (3, None))
-    with pytest.raises(ValueError, match=r"dtype 'complex64': supported dtypes are"):
-        Field("complex64", ())
-    with pytest.raises(ValueError, match=r"store numpy arrays, bytes, str, int, float or bool"):
-        field_of(object())
+from tfpipe.storage.codec import LENGTHS_PREFIX, RecordCodec
+from tfpipe.storage.schema import Field
 
 
 def test_infer_gives_a_first_dimension_that_varies_none_and_check_names_what_does_not_fit():

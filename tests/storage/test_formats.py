@@ -9,7 +9,8 @@ import pytest
 import tensorflow as tf
 
 import tfpipe
-from tfpipe.storage.codec import Field, RecordCodec
+from tfpipe.storage.codec import RecordCodec
+from tfpipe.storage.schema import Field
 from tfpipe.storage.formats import BLOCK, EXAMPLE, checked_records, get_format
 
 from tests.support import make_corpus

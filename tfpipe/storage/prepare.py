@@ -15,7 +15,8 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from tfpipe.errors import DataError, listed
-from tfpipe.storage.codec import Field, RecordCodec, check_all
+from tfpipe.storage.codec import RecordCodec, check_all
+from tfpipe.storage.schema import Field
 from tfpipe.storage.shard_job import PATH_KEY, DomainInputs, display, file_identity, input_key, reject_reason
 
 
@@ -93,8 +94,9 @@ class Prepared:
         bad = self.files.bad if self.files else ()
         if bad and on_error == "fail":
             raise DataError(f"{len(bad)} of {self.found} input files cannot be used; nothing was written:"
-                            f"{listed(display(why) for _, why in bad)}\nFix or remove them, or rerun with --on_error=skip "
-                            f"(on_error='skip') to write the others and list these in tfpipe.json's rejected")
+                            f"{listed(display(why) for _, why in bad)}\nFix or remove them, or rerun with "
+                            f"--on_error=skip (on_error='skip') to write the others and list these in tfpipe.json's "
+                            f"rejected")
 
 
 # --- your examples ---------------------------------------------------------------------------------
