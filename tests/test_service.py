@@ -206,7 +206,8 @@ def test_killed_worker_mid_epoch_is_named_when_it_happens_and_loses_at_most_its_
         lost = f"localhost:{cluster.ports[0]}"
         said = _wait_for_stderr(capfd, f"tf.data service worker {lost} stopped answering", 30)
         assert "the examples of the files it was processing are lost for this epoch" in said, said
-        assert f"restart it there (tfpipe serve worker --dispatcher localhost:" in said and f"--port {cluster.ports[0]}" in said
+        assert "restart it there (tfpipe serve worker --dispatcher localhost:" in said
+        assert f"--port {cluster.ports[0]})" in said
         # Measured: the survivor takes over the remaining files, then the epoch cannot end while
         # the dead worker's task is open; no error reaches the consumer.
         assert not finished.is_set(), outcome

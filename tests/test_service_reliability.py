@@ -137,14 +137,21 @@ def test_check_dispatcher_gives_up_on_a_port_that_is_not_a_dispatcher(server):
         assert time.monotonic() - start < 5
 
 
-def test_distribute_checks_the_dispatcher_after_the_config(dispatcher):
+def test_distribute_checks_the_dispatcher_after_the_config():
     import tensorflow as tf
 
     from tfpipe.config import PipelineConfig
 
-    d, _ = dispatcher
-    ds = service.distribute(tf.data.Dataset.range(4), PipelineConfig.optimized(data_service=d.target))
-    assert sorted(int(x) for x in ds) == [0, 1, 2, 3]
+    # Servers of its own: a worker that served a job takes ~20 s to stop a minute later (TensorFlow's
+    # own wait), which the module's servers would add to the suite.
+    d = service.start_dispatcher()
+    w = service.start_worker(d.target)
+    try:
+        ds = service.distribute(tf.data.Dataset.range(4), PipelineConfig.optimized(data_service=d.target))
+        assert sorted(int(x) for x in ds) == [0, 1, 2, 3]
+    finally:
+        w.stop()
+        d.stop()
 
 
 # --- workers: tfpipe serve worker --dispatcher ... --------------------------------------------

@@ -140,13 +140,18 @@ def _varint(raw: bytes, i: int) -> tuple[int, int]:
     return value, i
 
 
-def _answers(address: str, seconds: float = 1.0) -> bool:
-    host, _, port = address.rpartition(":")
+def accepts_connections(host: str, port: int, seconds: float = 1.0) -> bool:
+    """True if a TCP connection to host:port succeeds within `seconds`."""
     try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=seconds):
+        with socket.create_connection((host, port), timeout=seconds):
             return True
-    except (OSError, ValueError):
+    except OSError:
         return False
+
+
+def _answers(address: str) -> bool:
+    host, _, port = address.rpartition(":")
+    return port.isdigit() and accepts_connections(host.strip("[]"), int(port))
 
 
 def _where(host: str, port: int) -> str:

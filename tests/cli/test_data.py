@@ -1,4 +1,4 @@
-"""`tfpipe prepare` and `tfpipe inspect` as a user runs them (real subprocesses): summaries, refusals, one-line errors."""
+"""`tfpipe prepare` and `tfpipe inspect` as a user runs them (real subprocesses): summaries, refusals, errors."""
 
 import json
 import os
@@ -116,7 +116,8 @@ def test_output_that_is_a_file_or_in_a_read_only_folder_is_one_line_naming_it(tm
 
 def test_a_file_name_that_is_not_utf8_is_prepared_and_named_when_bad(tmp_path):
     corpus = make_corpus(tmp_path / "corpus", per_class=1)
-    os.rename(os.path.join(os.fsencode(corpus), b"a", b"a000.wav"), os.path.join(os.fsencode(corpus), b"a", b"\xe9.wav"))
+    folder = os.path.join(os.fsencode(corpus), b"a")
+    os.rename(os.path.join(folder, b"a000.wav"), os.path.join(folder, b"\xe9.wav"))
     done = _cli("prepare", "--input", corpus, "--output", str(tmp_path / "s"), "--clip_seconds", "0.25")
     assert done.returncode == 0 and "found 3 = written 3 + rejected 0" in done.stdout, done.stderr
     open(os.path.join(os.fsencode(corpus), b"b", b"\xfe.wav"), "wb").close()

@@ -72,7 +72,8 @@ def test_bad_file_fails_naming_it_by_default(tmp_path, kind):
     root = tmp_path / "data"
     _sine(str(root / "a" / "good.wav"))
     bad = _bad_file(str(root / "b" / f"{kind}.wav"), kind)
-    with pytest.raises(tfpipe.DataError, match=rf"(?s)nothing was written.*{re.escape(bad)}: {_REJECTED[kind]}.*--on_error=skip"):
+    with pytest.raises(tfpipe.DataError,
+                       match=rf"(?s)nothing was written.*{re.escape(bad)}: {_REJECTED[kind]}.*--on_error=skip"):
         _write(root, tmp_path / "shards", num_shards=1)
     assert not os.path.exists(tmp_path / "shards")  # nothing is left, not even the folder
 

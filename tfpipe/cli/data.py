@@ -258,21 +258,7 @@ def run_inspect(argv: Sequence[str]) -> None:
     else:
         status = [c.problem or "verified" for c in checked.shards]
         counts = [sum(column) for column in zip(*(c.class_counts for c in checked.shards))]
-    on_disk = sum(map(_file_size, source.paths))
-    domain = index.get("domain")
-    rows = [["shard folder", root],
-            ["format", f"{index['format']} (version {index.get('version')}), split {index['split']!r}"],
-            ["examples", f"{index['num_examples']:,} written + {len(index['rejected']):,} rejected = "
-                         f"{index['num_examples'] + len(index['rejected']):,} found"],
-            ["schema", _schema_text(index["features"]) + (f"; label {index['label_key']!r} int64"
-                                                          if index.get("label_key") else "")]]
-    if domain:
-        rows += [["domain", f"{domain['name']}, stores {domain['store']} (read as "
-                            f"{_schema_text(domain['features'])})"],
-                 ["config", " ".join(f"{k}={v}" for k, v in domain["config"].items())],
-                 ["converted", _notes_text(index)]]
-    rows += [["on disk", f"{_human_bytes(on_disk)} in {len(index['shards'])} shards"]]
-    print(_table(rows))
+    print(_table(_summary_rows(index, root, sum(map(_file_size, source.paths)))))
     print()
     class_rows = [[name, f"{n:,}" if counts else "?"] for name, n in zip(index["class_names"], counts or
                                                                         [0] * len(index["class_names"]))]
@@ -294,6 +280,23 @@ def run_inspect(argv: Sequence[str]) -> None:
     if FLAGS.verify:
         print(f"\nverified {len(index['shards'])} shards: checksums, record and example counts, dtypes and "
               f"shapes, labels and class names match the index; no stray shard files")
+
+
+def _summary_rows(index: dict, root: str, on_disk: int) -> list[list[str]]:
+    """inspect's first table: what the folder holds and how it was made."""
+    domain = index.get("domain")
+    rows = [["shard folder", root],
+            ["format", f"{index['format']} (version {index.get('version')}), split {index['split']!r}"],
+            ["examples", f"{index['num_examples']:,} written + {len(index['rejected']):,} rejected = "
+                         f"{index['num_examples'] + len(index['rejected']):,} found"],
+            ["schema", _schema_text(index["features"]) + (f"; label {index['label_key']!r} int64"
+                                                          if index.get("label_key") else "")]]
+    if domain:
+        rows += [["domain", f"{domain['name']}, stores {domain['store']} (read as "
+                            f"{_schema_text(domain['features'])})"],
+                 ["config", " ".join(f"{k}={v}" for k, v in domain["config"].items())],
+                 ["converted", _notes_text(index)]]
+    return rows + [["on disk", f"{_human_bytes(on_disk)} in {len(index['shards'])} shards"]]
 
 
 def _file_size(path: str) -> int:

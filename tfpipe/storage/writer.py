@@ -152,15 +152,7 @@ def write_shards_with_stats(data: Any, out_dir: Any, num_shards: Optional[int] =
         folder.invalidate_index()  # before the first shard is replaced: never an old index over new shards
         folder.remove_strays(spec.file for spec in plan)
         jobs = [_job(spec, prepared, folder, fmt, settings) for spec in plan]
-        if runner == "beam":
-            from tfpipe.storage.beam import run_beam
-
-            ready = time.perf_counter()
-            manifests = run_beam(jobs, beam_options)
-        else:
-            from tfpipe.storage.workers import run_jobs
-
-            manifests, ready = run_jobs(jobs, num_workers if prepared.files else 0, progress)
+        manifests, ready = _run(jobs, runner, beam_options, num_workers if prepared.files else 0, progress)
         done = time.perf_counter()
         rejected = prepared.rejected + [r for m in manifests for r in m["rejected"]]
         index = index_lib.make_index({**plan_header, "key": run_key}, manifests, rejected)
@@ -170,6 +162,18 @@ def write_shards_with_stats(data: Any, out_dir: Any, num_shards: Optional[int] =
     processed = sum(len(j.spec.examples) for j, m in zip(jobs, manifests) if not m["resumed"])
     return index, WriteStats(time.perf_counter() - start, ready - start, done - ready, processed, resumed,
                              len(jobs), num_workers if runner == "local" else 0, chosen=chosen)
+
+
+def _run(jobs, runner: str, beam_options: Any, num_workers: int, progress: bool) -> tuple[list[dict], float]:
+    """Every shard job, by Beam or on this machine: the manifests, and when the first worker was ready."""
+    if runner == "beam":
+        from tfpipe.storage.beam import run_beam
+
+        ready = time.perf_counter()  # Beam starts its own workers: no ready signal to wait for
+        return run_beam(jobs, beam_options), ready
+    from tfpipe.storage.workers import run_jobs
+
+    return run_jobs(jobs, num_workers, progress)
 
 
 def _check_args(num_shards, num_workers, on_error, dtype, worker_index, num_hosts, runner, format) -> None:
