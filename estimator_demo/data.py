@@ -120,7 +120,8 @@ def _sharded(source: FileSource, out_dir: str, split: str, features: AudioConfig
     print(f"[data] sharding {len(source.paths)} {split} clips into {out_dir} "
           f"({num_shards} shards, store={store})")
     index = tfpipe.write_shards(source, out_dir, num_shards=num_shards, num_workers=workers,
-                                features=features, store=store, split=split, on_error=on_error)
+                                features=features, store=store, split=split, on_error=on_error,
+                                overwrite=True)  # the demo's own work folder: other settings replace it
     converted = {k: v for k, v in (index.get("notes") or {}).items() if v}
     if converted:  # cropped / padded / resampled / mixed to mono: said, never silent
         print(f"[data] {split}: " + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in converted.items()))

@@ -1,13 +1,15 @@
-"""Helpers the tests share: tiny generated wav and image files, a slow shard writer, the repository root.
+"""Helpers the tests share: tiny generated wav and image files, a paused shard writer, the repository root.
 
 Fixtures live in conftest.py; plain functions live here so test modules import them by name.
 """
 
 import io
 import os
+import signal
 import struct
 import subprocess
 import sys
+import time
 import zlib
 
 import numpy as np
@@ -38,27 +40,49 @@ def make_corpus(root, classes=("a", "b", "c"), per_class=4, seconds=0.25, sample
     return str(root)
 
 
-# A write_shards run in its own process, slowed to one clip per chunk and `sleep` seconds a chunk, so a
-# test can kill it, or start a second one, while it is inside a shard.
-SLOW_WRITER = """
+# A write_shards run in its own process that stops inside shard `pause` (after its first input) and
+# waits there, with `OUT.paused` created, until the test kills it: no timing to guess.
+PAUSED_WRITER = """
 import sys, time
 import tfpipe
 from tfpipe.storage import shard_job
-shard_job._CHUNK_EXAMPLES = 1  # several chunks per shard, so a kill lands inside one
+corpus, out, num_shards, fmt, seed, pause, overwrite = sys.argv[1:8]
+shard_job._CHUNK_EXAMPLES = 1  # one input per chunk, so the pause lands inside a shard
 chunk = shard_job._chunk_examples
-def slow(*args):
-    time.sleep(float(sys.argv[3]))
-    return chunk(*args)
-shard_job._chunk_examples = slow
-tfpipe.write_shards(sys.argv[1], sys.argv[2], num_shards=int(sys.argv[4]), num_workers=0, progress=False,
-                    features=tfpipe.AudioConfig(clip_seconds=0.25), format=sys.argv[5], seed=int(sys.argv[6]))
+def paused(job, inputs, *rest):
+    if job.spec.index == int(pause) and inputs.start == 1:
+        open(out + ".paused", "w").close()
+        while True:
+            time.sleep(60)
+    return chunk(job, inputs, *rest)
+shard_job._chunk_examples = paused
+tfpipe.write_shards(corpus, out, num_shards=int(num_shards), num_workers=0, progress=False, overwrite=overwrite == "1",
+                    features=tfpipe.AudioConfig(clip_seconds=0.25), format=fmt, seed=int(seed))
 """
 
 
-def start_slow_writer(corpus, out, *, sleep, num_shards, fmt="tfrecord-block", seed=0, **popen):
-    """SLOW_WRITER as a subprocess in a session of its own (killable as a group)."""
-    return subprocess.Popen([sys.executable, "-c", SLOW_WRITER, str(corpus), str(out), str(sleep),
-                             str(num_shards), fmt, str(seed)], start_new_session=True, **popen)
+def start_paused_writer(corpus, out, *, num_shards, pause=1, fmt="tfrecord-block", seed=0, overwrite=False,
+                        **popen):
+    """PAUSED_WRITER as a subprocess in a session of its own (killable as a group); returns it once paused."""
+    marker = f"{out}.paused"
+    if os.path.exists(marker):
+        os.remove(marker)
+    proc = subprocess.Popen([sys.executable, "-c", PAUSED_WRITER, str(corpus), str(out), str(num_shards), fmt,
+                             str(seed), str(pause), "1" if overwrite else "0"], start_new_session=True,
+                            stderr=subprocess.PIPE, **popen)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(marker):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"the writer never reached shard {pause}: {proc.stderr.read().decode()[-2000:]}")
+        time.sleep(0.05)
+    return proc
+
+
+def kill_group(proc):
+    """SIGKILLs a process started in a session of its own, and everything it started."""
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def pattern(height, width, seed=0):

@@ -7,6 +7,7 @@ with a hard timeout: on a regression the test fails instead of hanging the suite
 
 import contextlib
 import http.server
+import os
 import re
 import signal
 import socket
@@ -23,6 +24,8 @@ from tfpipe.errors import DataError
 from tfpipe.service_bench import free_ports
 
 CLI = [sys.executable, "-m", "tfpipe.cli", "serve"]
+WAIT = 2  # seconds the subprocesses wait for a dispatcher ($TFPIPE_DISPATCHER_WAIT_SECONDS; 10 by default)
+ENV = {**os.environ, "TFPIPE_DISPATCHER_WAIT_SECONDS": str(WAIT)}
 
 
 @contextlib.contextmanager
@@ -88,10 +91,10 @@ print("built")
 def test_build_dataset_with_nothing_at_the_dispatcher_address_fails_in_bounded_time(corpus):
     port = free_ports(1)[0]
     out = subprocess.run([sys.executable, "-c", _BUILD, corpus, f"grpc://127.0.0.1:{port}"],
-                         capture_output=True, text=True, timeout=60)  # today: blocks forever
+                         capture_output=True, text=True, timeout=60, env=ENV)  # before: blocked for ever
     assert out.returncode == 3, out.stdout + out.stderr[-2000:]
     waited = float(re.search(r"DataError after ([\d.]+) s", out.stdout).group(1))
-    assert service.DISPATCHER_WAIT_SECONDS <= waited < service.DISPATCHER_WAIT_SECONDS + 5, out.stdout
+    assert WAIT <= waited < WAIT + 5 and f"(tried for {WAIT} s" in out.stdout, out.stdout
     assert f"127.0.0.1:{port}: nothing listens there" in out.stdout
     assert f"tfpipe serve dispatcher --port {port}" in out.stdout and "--data_service" in out.stdout
 
@@ -100,7 +103,7 @@ def test_estimator_demo_with_a_wrong_dispatcher_port_stops_with_the_fix(corpus, 
     port = free_ports(1)[0]
     out = subprocess.run([sys.executable, "-m", "estimator_demo", "--data", corpus, "--model_dir",
                           str(tmp_path / "m"), "--train_steps", "1", f"--data_service=grpc://127.0.0.1:{port}"],
-                         capture_output=True, text=True, timeout=90)  # today: blocks forever
+                         capture_output=True, text=True, timeout=90, env=ENV)  # before: blocked for ever
     assert out.returncode != 0, out.stdout[-2000:]
     assert f"127.0.0.1:{port}: nothing listens there" in out.stderr and "Traceback" not in out.stderr, \
         out.stderr[-3000:]
@@ -134,14 +137,21 @@ def test_check_dispatcher_gives_up_on_a_port_that_is_not_a_dispatcher(server):
         assert time.monotonic() - start < 5
 
 
-def test_distribute_checks_the_dispatcher_after_the_config(dispatcher):
+def test_distribute_checks_the_dispatcher_after_the_config():
     import tensorflow as tf
 
     from tfpipe.config import PipelineConfig
 
-    d, _ = dispatcher
-    ds = service.distribute(tf.data.Dataset.range(4), PipelineConfig.optimized(data_service=d.target))
-    assert sorted(int(x) for x in ds) == [0, 1, 2, 3]
+    # Servers of its own: a worker that served a job takes ~20 s to stop a minute later (TensorFlow's
+    # own wait), which the module's servers would add to the suite.
+    d = service.start_dispatcher()
+    w = service.start_worker(d.target)
+    try:
+        ds = service.distribute(tf.data.Dataset.range(4), PipelineConfig.optimized(data_service=d.target))
+        assert sorted(int(x) for x in ds) == [0, 1, 2, 3]
+    finally:
+        w.stop()
+        d.stop()
 
 
 # --- workers: tfpipe serve worker --dispatcher ... --------------------------------------------
@@ -151,7 +161,7 @@ def test_cli_worker_pointed_at_a_plain_tcp_listener_fails_naming_it():
     with silent_listener() as port:
         start = time.monotonic()
         out = subprocess.run([*CLI, "worker", "--dispatcher", f"127.0.0.1:{port}", "--port", "0"],
-                             capture_output=True, text=True, timeout=60)  # today: hangs, deaf to signals
+                             capture_output=True, text=True, timeout=60, env=ENV)  # before: hung, deaf to signals
         took = time.monotonic() - start
     assert out.returncode == 1, out.stdout + out.stderr
     assert re.search(rf"tfpipe serve: error: .*127\.0\.0\.1:{port} accepts connections but did not answer as a "
@@ -162,7 +172,7 @@ def test_cli_worker_pointed_at_a_plain_tcp_listener_fails_naming_it():
 def test_cli_worker_pointed_at_an_http_server_fails_naming_it():
     with http_server() as port:
         out = subprocess.run([*CLI, "worker", "--dispatcher", f"127.0.0.1:{port}", "--port", "0"],
-                             capture_output=True, text=True, timeout=60)
+                             capture_output=True, text=True, timeout=60, env=ENV)
     assert out.returncode == 1 and f"127.0.0.1:{port} accepts connections but did not answer" in out.stderr, \
         out.stdout + out.stderr
 

@@ -1,8 +1,9 @@
 """tf.data service: run a pipeline's expensive part on a dispatcher + workers.
 
-tfpipe builds no cluster of its own. `distribute` hands the batched, featurized
-chain to TensorFlow's tf.data service, so only the prefetch runs in the training
-process; `run_dispatcher` / `run_worker` are the servers behind `tfpipe serve`.
+tfpipe builds no cluster of its own. `distribute` hands the batched, featurized chain to
+TensorFlow's tf.data service, so only the prefetch runs in the training process (which
+watches the workers: tfpipe.service_watch); `run_dispatcher` / `run_worker` are the
+servers behind `tfpipe serve`.
 
 The service has no authentication and its servers listen on every interface of
 the host (TF 2.15 has no bind-address option): run it on a trusted network only.
@@ -21,6 +22,7 @@ from urllib.parse import urlsplit
 
 import tensorflow as tf
 
+from tfpipe import service_watch
 from tfpipe.config import PipelineConfig
 from tfpipe.core.plugins import register_distributor
 from tfpipe.errors import DataError
@@ -36,7 +38,8 @@ _LOOPBACK = ("localhost", "127.0.0.1", "::1")  # hostnames as urlsplit gives the
 # How long a consumer (or a worker that found something listening) waits for a dispatcher to answer:
 # long enough for one that is still starting (TensorFlow loads in ~5 s), short enough to be a clear
 # failure. TensorFlow's own client has no timeout: it retries for an hour, deaf to Ctrl-C.
-DISPATCHER_WAIT_SECONDS = 10.0
+# $TFPIPE_DISPATCHER_WAIT_SECONDS sets it (a dispatcher known to be up: less; a slow start: more).
+DISPATCHER_WAIT_SECONDS = float(os.environ.get("TFPIPE_DISPATCHER_WAIT_SECONDS") or 10.0)
 _ATTEMPT_SECONDS = 2.0  # one TCP connect or one GetVersion call
 _GET_VERSION = "/tensorflow.data.DispatcherService/GetVersion"  # the dispatcher's cheapest RPC
 
@@ -81,6 +84,7 @@ def distribute(ds: tf.data.Dataset, pipeline: PipelineConfig) -> tf.data.Dataset
     _check_runnable_remotely(ds, pipeline)
     if "://" not in pipeline.data_service or pipeline.data_service.startswith("grpc://"):
         check_dispatcher(pipeline.data_service)  # TensorFlow would block here for an hour, silently
+        service_watch.watch(*_split_address(pipeline.data_service))
     return ds.apply(_service.distribute(processing_mode=mode, service=pipeline.data_service,
                                         job_name=pipeline.data_service_job or None))
 
@@ -331,10 +335,10 @@ def run_worker(dispatcher_address: str, port: int, *, worker_host: Optional[str]
     _check_port_free(port)  # before waiting: a taken port would fail only after the dispatcher is up
 
     def wait_for_dispatcher(stopping: threading.Event) -> None:
-        if not _accepts_connections(host, dispatcher_port):
+        if not service_watch.accepts_connections(host, dispatcher_port):
             print(f"tfpipe worker: waiting for the dispatcher at {_host_port(host, dispatcher_port)} "
                   f"(nothing listens there yet; Ctrl-C stops)", file=out, flush=True)
-            while not _accepts_connections(host, dispatcher_port):
+            while not service_watch.accepts_connections(host, dispatcher_port):
                 if stopping.wait(0.5):
                     return
         # Something listens: it must answer as a dispatcher, else TensorFlow's start would hang for good.
@@ -352,15 +356,6 @@ def run_worker(dispatcher_address: str, port: int, *, worker_host: Optional[str]
 
 
 _NO_AUTH = "  no authentication: keep this port reachable from a trusted network only. Ctrl-C stops."
-
-
-def _accepts_connections(host: str, port: int) -> bool:
-    """True if a TCP connection to host:port succeeds within a second."""
-    try:
-        with socket.create_connection((host, port), timeout=1.0):
-            return True
-    except OSError:
-        return False
 
 
 def _serve(start: Callable[[], Any], status: Callable[[Any], list[str]], out: Optional[TextIO],

@@ -90,10 +90,14 @@ def test_help_shows_defaults_and_the_features_flag():
     prepare = _tfpipe("prepare", "--help")  # --output is the folder there, --store picks the features
     assert prepare.returncode == 0, prepare.stderr
     assert "--output: Shard folder to write" in prepare.stdout and "--features" not in prepare.stdout
-    for command in (bench, prepare):  # tfpipe's flags only: none of TensorFlow's own absl flags
-        names = re.findall(r"^\s*--(?:\[no\])?(\w+)", command.stdout, re.M)
-        assert names and not [n for n in names if n.startswith(("pfor", "tpu", "tensor_tracer", "xla"))]
-        assert command.stdout.lstrip().startswith("usage: tfpipe")
+
+
+@pytest.mark.parametrize("command", ["synth", "prepare", "inspect", "bench", "serve"])
+def test_help_of_every_subcommand_opens_with_its_usage_and_lists_tfpipe_flags_only(command):
+    run = _tfpipe(command, "--help")
+    assert run.returncode == 0 and run.stdout.startswith(f"usage: tfpipe {command}"), run.stderr[-2000:]
+    names = re.findall(r"^\s*--(?:\[no\])?(\w+)", run.stdout, re.M)
+    assert names and not [n for n in names if n.startswith(("pfor", "tpu", "tensor_tracer", "xla"))]
 
 
 def test_a_bench_run_takes_the_old_feature_flag_name(tmp_path):

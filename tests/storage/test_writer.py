@@ -1,14 +1,14 @@
-"""Shards: pure planner, wav -> shards -> dataset round trip, kill-and-resume, bad inputs, damage, toggles."""
+"""storage/writer.py: write_shards of your examples (any schema, variable length) or a domain's files, into a
+clean folder; what it refuses (other settings, an output it cannot write, a full disk) and how it says so."""
 
+import contextlib
 import dataclasses
 import glob
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
-import time
+import textwrap
 
 import numpy as np
 import pytest
@@ -16,16 +16,15 @@ import soundfile as sf
 import tensorflow as tf
 
 import tfpipe
-from tfpipe import compat
-from tfpipe.core.graph import dataset_ops
-from tfpipe.storage import index as index_lib
-from tfpipe.storage.shard_job import PATH_KEY
-from tfpipe.storage.verify import verify_shards
+from tfpipe.storage import verify
 
-from tests.support import make_corpus, start_slow_writer
+from tests.support import make_corpus, write_tone
 
 FEAT = tfpipe.AudioConfig(clip_seconds=0.25)
+FORMATS = ["tfrecord-block", "tfrecord-example"]
 LOG_MEL_F16_TOL = 0.01  # float16 keeps 11 bits: |log-mel| <= 16 rounds by at most 2**-8
+_DTYPES = ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+           "uint64", "bool"]
 
 
 def _write(data, out, **kwargs):
@@ -33,11 +32,135 @@ def _write(data, out, **kwargs):
     return tfpipe.write_shards(data, out, **kwargs)
 
 
-def _examples(data, features=FEAT, mode="eval", batch_size=5, **kwargs):
-    """All (features, labels) of one eval pass, concatenated, plus the batch sizes seen."""
+def _user_examples(n=10):
+    rng = np.random.default_rng(0)
+    examples = []
+    for i in range(n):
+        example = {f"a_{d}": (rng.standard_normal((2, 3)) * 50).astype(d) for d in _DTYPES}
+        example.update({"id": i, "scalar": np.float32(i / 2), "vector": np.arange(4, dtype=np.int16) * i,
+                        "blob": bytes([i, 0, 255]) * (i + 1), "text": f"example {i} ü",
+                        "words": np.array([f"w{i}", "x", ""], dtype=object), "flag": bool(i % 2),
+                        "label": i % 3})
+        examples.append(example)
+    return examples
+
+
+def _all(ds):
+    """Every (features, labels) batch of a dataset, concatenated per key."""
+    xs, ys = {}, []
+    for x, y in ds:
+        for k, v in x.items():
+            xs.setdefault(k, []).append(v.numpy())
+        ys.append(y.numpy())
+    return {k: np.concatenate(v) for k, v in xs.items()}, np.concatenate(ys)
+
+
+# --- your examples: any schema -----------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_any_dtype_and_shape_round_trips_with_the_same_keys_dtypes_and_shapes(tmp_path, fmt):
+    examples = _user_examples()
+    index = tfpipe.write_shards(examples, tmp_path / "s", num_shards=3, format=fmt, progress=False)
+    assert index["format"] == fmt and index["domain"] is None and index["class_names"] == ["0", "1", "2"]
+    assert index["features"]["a_uint64"] == {"dtype": "uint64", "shape": [2, 3]}
+    assert index["features"]["text"] == {"dtype": "str", "shape": []}
+    ds = tfpipe.build_dataset(tmp_path / "s", "eval", tfpipe.PipelineConfig.optimized(batch_size=4))
+    spec = ds.element_spec[0]
+    for d in _DTYPES:
+        assert spec[f"a_{d}"].dtype == tf.as_dtype(d) and spec[f"a_{d}"].shape.as_list() == [None, 2, 3]
+    assert spec["id"].dtype == tf.int64 and spec["scalar"].dtype == tf.float32 and spec["flag"].dtype == tf.bool
+    assert spec["words"].shape.as_list() == [None, 3] and spec["blob"].dtype == tf.string
+    got, labels = _all(ds)
+    order = np.argsort(got["id"])
+    assert got["id"][order].tolist() == list(range(10))  # every example exactly once
+    for i, row in enumerate(order):
+        want = examples[i]
+        for d in _DTYPES:
+            np.testing.assert_array_equal(got[f"a_{d}"][row], want[f"a_{d}"], err_msg=d)
+        assert got["blob"][row] == want["blob"] and got["text"][row].decode() == want["text"]
+        assert [w.decode() for w in got["words"][row]] == list(want["words"])
+        np.testing.assert_array_equal(got["vector"][row], want["vector"])
+        assert got["scalar"][row] == want["scalar"] and got["flag"][row] == want["flag"]
+        assert labels[row] == want["label"]
+    assert all(c.problem == "" for c in tfpipe.verify_shards(str(tmp_path / "s")))
+
+
+def test_string_labels_become_sorted_class_names_and_a_given_schema_is_used(tmp_path):
+    examples = [{"x": [i, i + 1], "label": ["dog", "cat"][i % 2]} for i in range(6)]
+    index = tfpipe.write_shards(examples, tmp_path / "s", num_shards=2, schema={"x": ("int32", (2,))},
+                                progress=False)
+    assert index["class_names"] == ["cat", "dog"] and index["features"] == {"x": {"dtype": "int32", "shape": [2]}}
+    got, labels = _all(tfpipe.build_dataset(tmp_path / "s", "eval"))
+    assert got["x"].dtype == np.int32
+    assert sorted(zip(got["x"][:, 0].tolist(), labels.tolist())) == [(i, 1 - i % 2) for i in range(6)]
+
+
+def test_an_example_that_does_not_fit_the_schema_is_named_and_nothing_is_written(tmp_path):
+    examples = [{"x": np.zeros((2, 3), np.float32), "label": 0} for _ in range(5)]
+    examples[3] = {"x": np.zeros((3, 2), np.float32), "label": 1}
+    with pytest.raises(tfpipe.DataError, match=r"example 3, key 'x': expected float32 \[2, 3\] \(the schema\), "
+                                               r"got float32 \[3, 2\]"):
+        tfpipe.write_shards(examples, tmp_path / "s", num_shards=2, progress=False)
+    examples[3] = {"x": np.zeros((2, 3), np.float64), "label": 1}
+    with pytest.raises(tfpipe.DataError, match=r"example 3, key 'x': expected float32 .* got float64"):
+        tfpipe.write_shards(examples, tmp_path / "s", num_shards=2, progress=False)
+    examples[3] = {"y": np.zeros((2, 3), np.float32), "label": 1}
+    with pytest.raises(tfpipe.DataError, match=r"example 3: keys differ.*missing \['x'\].*extra \['y'\]"):
+        tfpipe.write_shards(examples, tmp_path / "s", num_shards=2, progress=False)
+    assert not os.path.exists(tmp_path / "s")
+
+
+# --- variable length ---------------------------------------------------------------------------
+
+def _token_examples(n=30):
+    lengths = np.random.default_rng(1).integers(1, 40, n)
+    return [{"tokens": np.arange(k) + 1000 * i, "frames": np.full((k, 2), i, np.float32), "id": i,
+             "label": i % 3} for i, k in enumerate(lengths)]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("preset", ["optimized", "naive"])
+def test_variable_length_examples_round_trip_each_once_with_its_exact_values(tmp_path, fmt, preset):
+    examples = _token_examples()
+    index = tfpipe.write_shards(examples, tmp_path / "s", num_shards=3, format=fmt, progress=False)
+    assert index["features"]["tokens"] == {"dtype": "int64", "shape": [None]}  # the schema says it varies
+    assert index["features"]["frames"] == {"dtype": "float32", "shape": [None, 2]}
+    assert verify.verify_folder(str(tmp_path / "s")).ok
+    pipe = tfpipe.PipelineConfig.preset(preset, batch_size=4)
+    ds = tfpipe.build_dataset(tmp_path / "s", "eval", pipe)
+    assert ds.element_spec[0]["tokens"].shape.as_list() == [None, None]
+    seen = []
+    for features, labels in ds.as_numpy_iterator():  # padded within each batch to its longest
+        for tokens, frames, i, label in zip(features["tokens"], features["frames"], features["id"], labels):
+            k = len(examples[i]["tokens"])
+            np.testing.assert_array_equal(tokens[:k], examples[i]["tokens"])
+            assert not tokens[k:].any() and not frames[k:].any() and (frames[:k] == i).all() and label == i % 3
+            seen.append(int(i))
+    assert sorted(seen) == list(range(len(examples)))  # every example exactly once
+    one = tfpipe.build_dataset(tmp_path / "s", "eval", tfpipe.PipelineConfig.optimized(batch_size=1))
+    assert {int(f["id"][0]): f["tokens"].shape[1] for f, _ in one} == {
+        e["id"]: len(e["tokens"]) for e in examples}  # alone, an example keeps its own length
+
+
+def test_a_schema_may_give_the_varying_dimension_and_one_that_does_not_says_how(tmp_path):
+    examples = _token_examples(6)
+    index = tfpipe.write_shards([{"tokens": e["tokens"], "label": e["label"]} for e in examples], tmp_path / "s",
+                                num_shards=2, schema={"tokens": ("int64", (None,))}, progress=False)
+    assert index["features"] == {"tokens": {"dtype": "int64", "shape": [None]}}
+    with pytest.raises(tfpipe.DataError, match=r"key 'tokens': expected int64 \[\d+\] \(the schema\), got int64 "
+                                               r"\[\d+\]; for a first dimension that varies put None there"):
+        tfpipe.write_shards(examples, tmp_path / "t", schema={"tokens": ("int64", (len(examples[0]["tokens"]),)),
+                                                              "frames": ("float32", (None, 2)), "id": ("int64", ())},
+                            progress=False)
+
+
+# --- a domain's files ----------------------------------------------------------------------------
+
+def _examples(data, features=FEAT, batch_size=5):
+    """All features and labels of one eval pass, concatenated, plus the batch sizes seen."""
     pipe = tfpipe.PipelineConfig.optimized(batch_size=batch_size)
     xs, ys, sizes = [], [], []
-    for x, y in tfpipe.build_dataset(data, mode, pipe, features, **kwargs):
+    for x, y in tfpipe.build_dataset(data, "eval", pipe, features):
         xs.append(x[features.feature_key].numpy())
         ys.append(y.numpy())
         sizes.append(len(y))
@@ -50,45 +173,18 @@ def _match(got, want):
     return dist.argmin(axis=1), dist.min(axis=1)
 
 
-def _stored_paths(shard_dir):
-    """Every example's source path, read straight from the TFRecord files (one or a block per record)."""
+def stored_paths(shard_dir):
+    """Every example's source path (bytes), read straight from the TFRecord files."""
     paths = []
     for f in sorted(glob.glob(os.path.join(shard_dir, "*.tfrecord"))):
         for record in tf.data.TFRecordDataset(f):
-            example = tf.train.Example.FromString(record.numpy())
-            paths += [p.decode() for p in example.features.feature[PATH_KEY].bytes_list.value]
+            paths += tf.train.Example.FromString(record.numpy()).features.feature["path"].bytes_list.value
     return paths
 
 
 def _relative_wavs(root):
-    return sorted(os.path.relpath(p, root) for p in glob.glob(os.path.join(root, "*", "*.wav")))
+    return sorted(os.path.relpath(p, root).encode() for p in glob.glob(os.path.join(root, "*", "*.wav")))
 
-
-# --- planner (pure, realistic sizes) ------------------------------------------------------
-
-def test_plan_is_deterministic_balanced_mixed_and_exact_at_100k_examples():
-    labels = np.repeat([0, 1, 2], [50_000, 30_000, 20_000])
-    plan = tfpipe.plan_shards(labels, 128, seed=7)
-    assert plan == tfpipe.plan_shards(labels, 128, seed=7)
-    assert plan != tfpipe.plan_shards(labels, 128, seed=8)
-    assert [s.file for s in plan[:2]] == ["train-00000-of-00128.tfrecord", "train-00001-of-00128.tfrecord"]
-    every = np.concatenate([s.examples for s in plan])
-    np.testing.assert_array_equal(np.sort(every), np.arange(labels.size))  # each example exactly once
-    sizes = [len(s.examples) for s in plan]
-    assert max(sizes) - min(sizes) <= 1
-    per_class = np.array([np.bincount(labels[list(s.examples)], minlength=3) for s in plan])
-    for c, n in enumerate([50_000, 30_000, 20_000]):
-        assert set(per_class[:, c]) <= {n // 128, n // 128 + 1}  # every shard holds every class
-    first = labels[list(plan[0].examples)]
-    assert (np.diff(first) != 0).sum() > len(first) // 3  # records inside a shard are mixed, not sorted
-
-
-def test_plan_rejects_more_shards_than_examples():
-    with pytest.raises(ValueError, match=r"num_shards=5 for 4 examples.*--num_shards"):
-        tfpipe.plan_shards([0, 0, 1, 1], 5)
-
-
-# --- round trip -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("store,dtype,output,tol", [
     ("log_mel", "float16", "log_mel", LOG_MEL_F16_TOL),
@@ -109,103 +205,8 @@ def test_round_trip_equals_online_features_every_example_once(corpus, tmp_path, 
     assert sorted(nearest) == list(range(12))  # a bijection: every online example exactly once
     assert dist.max() < tol
     np.testing.assert_array_equal(got_labels, want_labels[nearest])
-    assert sorted(_stored_paths(tmp_path / "shards")) == _relative_wavs(corpus)
+    assert sorted(stored_paths(tmp_path / "shards")) == _relative_wavs(corpus)
 
-
-def test_shards_split_across_input_pipelines_cover_everything_once(corpus, tmp_path):
-    _write(corpus, tmp_path / "shards")
-    parts = [_examples(tmp_path / "shards", input_context=tf.distribute.InputContext(2, i))[0]
-             for i in (0, 1)]
-    assert len(parts[0]) + len(parts[1]) == 12
-    nearest, _ = _match(np.concatenate(parts), _examples(corpus)[0])
-    assert sorted(nearest) == list(range(12))
-
-
-def test_train_mode_is_endless_and_float32(corpus, tmp_path):
-    _write(corpus, tmp_path / "shards")
-    pipe = tfpipe.PipelineConfig.optimized(batch_size=5, seed=1)
-    ds = tfpipe.build_dataset(tmp_path / "shards", "train", pipe, FEAT)
-    batches = list(ds.take(10))  # 50 examples from 12: repeats
-    assert len(batches) == 10
-    assert batches[0][0]["log_mel"].dtype == tf.float32 and batches[0][1].dtype == tf.int64
-    assert batches[0][0]["log_mel"].shape == (5, FEAT.num_frames, FEAT.n_mels)
-
-
-def test_features_other_than_stored_fail_naming_the_field(corpus, tmp_path):
-    _write(corpus, tmp_path / "shards")
-    with pytest.raises(tfpipe.DataError, match=r"tfpipe.json.*n_mels=64 \(pipeline asks for 32\).*prepare"):
-        tfpipe.build_dataset(tmp_path / "shards", "eval", None, dataclasses.replace(FEAT, n_mels=32))
-    with pytest.raises(tfpipe.DataError, match=r"log-mel.*--store waveform"):
-        tfpipe.build_dataset(tmp_path / "shards", "eval", None, dataclasses.replace(FEAT, output="waveform"))
-
-
-def test_shards_default_to_the_features_they_were_written_with(corpus, tmp_path):
-    written = dataclasses.replace(FEAT, n_mels=32, hop_length=200)
-    _write(corpus, tmp_path / "shards", features=written)
-    ds = tfpipe.build_dataset(tmp_path / "shards", "eval")  # no AudioConfig: the index's is used
-    assert ds.element_spec[0]["log_mel"].shape.as_list() == [None, written.num_frames, 32]
-
-
-# --- kill and resume ---------------------------------------------------------------------------
-
-def _start_slow_writer(corpus, out, fmt="tfrecord-block", seed=0):
-    return start_slow_writer(corpus, out, sleep=0.4, num_shards=6, fmt=fmt, seed=seed, stderr=subprocess.PIPE)
-
-
-def _kill_after_first_shard(proc, out):
-    """SIGKILLs the writer once shard 0 is whole and shard 1 is half-written."""
-    manifest = out / ".tfpipe-work" / "train-00000-of-00006.tfrecord.json"
-    half = str(out / ".tfpipe-work" / "train-00001-*.tmp-*")
-    deadline = time.time() + 90
-    while not (manifest.exists() and glob.glob(half)):
-        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-        assert time.time() < deadline, "the writer never finished its first shard"
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)  # mid-way through shard 1
-    proc.wait()
-
-
-@pytest.mark.parametrize("fmt", ["tfrecord-block", "tfrecord-example"])
-def test_killed_run_leaves_no_half_shard_and_rerun_ends_identical(tmp_path, fmt):
-    corpus = make_corpus(tmp_path / "corpus", per_class=8)
-    reference = _write(corpus, tmp_path / "reference", num_shards=6, format=fmt)
-    out = tmp_path / "out"
-    proc = _start_slow_writer(corpus, out, fmt)
-    _kill_after_first_shard(proc, out)
-    assert not (out / "tfpipe.json").exists()
-    by_file = {s["file"]: s["sha256"] for s in reference["shards"]}
-    shard_files = glob.glob(str(out / "train-*"))  # the reader's glob: shards only, every one whole
-    assert [os.path.basename(p) for p in shard_files] == ["train-00000-of-00006.tfrecord"]
-    for path in shard_files:
-        assert index_lib.sha256_file(path) == by_file[os.path.basename(path)]
-    first = out / "train-00000-of-00006.tfrecord"
-    before = os.stat(first)
-
-    resumed = _write(corpus, out, num_shards=6, num_workers=2, format=fmt)  # the same command, 2 processes
-    assert resumed == reference
-    assert json.loads((out / "tfpipe.json").read_text()) == reference
-    after = os.stat(first)
-    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)  # not rewritten
-    assert sorted(os.listdir(out)) == sorted([s["file"] for s in reference["shards"]] + ["tfpipe.json"])
-    assert [c.problem for c in verify_shards(str(out))] == [""] * 6
-
-
-def test_interrupted_rerun_with_another_seed_never_reads_wrong_data(tmp_path):
-    corpus = make_corpus(tmp_path / "corpus", per_class=8)
-    out = tmp_path / "out"
-    _write(corpus, out, num_shards=6)
-    proc = _start_slow_writer(corpus, out, seed=1)  # another plan: shards are replaced one by one
-    _kill_after_first_shard(proc, out)
-    # The old index went before the first new shard: the folder is not a shard folder until rerun.
-    assert not (out / "tfpipe.json").exists()
-    with pytest.raises(tfpipe.DataError, match=r"an unfinished tfpipe prepare .*rerun the same prepare command"):
-        tfpipe.build_dataset(out, "eval", None, FEAT)
-    rerun = _write(corpus, out, num_shards=6, seed=1)
-    assert rerun == _write(corpus, tmp_path / "reference", num_shards=6, seed=1)
-    assert sorted(_stored_paths(out)) == _relative_wavs(corpus)  # every clip exactly once
-
-
-# --- inputs of every kind ------------------------------------------------------------------
 
 def _sine(path, rate=16000, subtype="PCM_16", channels=1, seconds=0.3):
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -215,27 +216,8 @@ def _sine(path, rate=16000, subtype="PCM_16", channels=1, seconds=0.3):
     return path
 
 
-def _bad_file(path, kind):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    if kind == "truncated":
-        data = open(_sine(path), "rb").read()
-        open(path, "wb").write(data[:len(data) // 2])
-    elif kind == "header_only":
-        data = open(_sine(path), "rb").read()
-        open(path, "wb").write(data[:30])
-    elif kind == "empty":
-        open(path, "wb").close()
-    elif kind == "no_samples":
-        sf.write(path, np.zeros(0, np.float32), 16000, subtype="PCM_16")
-    elif kind == "not_audio":
-        open(path, "w").write("this is a text file, not audio\n" * 20)
-    return path
-
-
 _ACCEPTED = {"pcm24": dict(subtype="PCM_24"), "pcm32": dict(subtype="PCM_32"), "float": dict(subtype="FLOAT"),
              "pcm8": dict(subtype="PCM_U8"), "stereo": dict(channels=2), "rate44k": dict(rate=44100)}
-_REJECTED = {"truncated": "truncated", "header_only": "not readable audio", "empty": "empty file",
-             "no_samples": "empty: no samples", "not_audio": "not readable audio"}
 
 
 def test_any_wav_format_is_accepted_offline_and_decoded_alike(tmp_path):
@@ -259,181 +241,113 @@ def test_any_wav_format_is_accepted_offline_and_decoded_alike(tmp_path):
     np.testing.assert_allclose(records["rate44k"][100:], records["pcm16"][100:], atol=1e-3)
 
 
-@pytest.mark.parametrize("kind", sorted(_REJECTED))
-def test_bad_file_fails_naming_it_by_default(tmp_path, kind):
-    root = tmp_path / "data"
-    _sine(str(root / "a" / "good.wav"))
-    bad = _bad_file(str(root / "b" / f"{kind}.wav"), kind)
-    with pytest.raises(tfpipe.DataError, match=rf"(?s)nothing was written.*{re.escape(bad)}: {_REJECTED[kind]}.*--on_error=skip"):
-        _write(root, tmp_path / "shards", num_shards=1)
-    assert not os.path.exists(tmp_path / "shards" / "tfpipe.json")
-    assert not os.path.exists(tmp_path / "shards")  # nothing is left, not even the folder
+# --- the folder: clean, one split, other settings only with overwrite -----------------------------
+
+def test_a_complete_folder_holds_shards_and_index_only_and_a_plain_glob_reads_it(tmp_path):
+    corpus = make_corpus(tmp_path / "corpus")
+    out = tmp_path / "s"
+    _write(corpus, out, num_shards=4)
+    index = _write(corpus, out, num_shards=3, overwrite=True)
+    assert sorted(os.listdir(out)) == sorted([s["file"] for s in index["shards"]] + ["tfpipe.json"])
+    files = tf.io.gfile.glob(str(out / "train-*"))  # what a new user does: the old 4 shards are gone
+    examples = [tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(files)]
+    assert sum(len(e.features.feature["label"].int64_list.value) for e in examples) == 12
 
 
-def test_every_bad_file_is_listed_with_its_reason_before_anything_is_written(tmp_path):
-    root = tmp_path / "data"
-    for i in range(4):
-        _sine(str(root / "a" / f"good{i}.wav"))
-    bad = {kind: _bad_file(str(root / "b" / f"{kind}.wav"), kind) for kind in _REJECTED}
-    os.symlink(str(root / "nowhere.wav"), str(root / "b" / "broken_link.wav"))
-    os.symlink("loop.wav", str(root / "b" / "loop.wav"))
-    with pytest.raises(tfpipe.DataError) as raised:
-        _write(root, tmp_path / "shards", num_shards=2, num_workers=2)
-    message = str(raised.value)
-    assert message.startswith("7 of 11 input files cannot be used; nothing was written")
-    for kind, path in bad.items():
-        assert f"{path}: {_REJECTED[kind]}" in message
-    assert "broken_link.wav: " in message and "loop.wav: " in message
-    assert not os.path.exists(tmp_path / "shards")
-    # --on_error=skip: the same files are listed in the index with the same reasons; links included.
-    index = _write(root, tmp_path / "shards", num_shards=2, on_error="skip")
-    assert index["num_examples"] == 4 and len(index["rejected"]) == 7
+def test_the_same_command_on_a_complete_folder_reads_and_writes_nothing(tmp_path):
+    corpus = make_corpus(tmp_path / "corpus", per_class=2)
+    first, _ = tfpipe.storage.write_shards_with_stats(corpus, tmp_path / "s", features=FEAT, progress=False)
+    index, stats = tfpipe.storage.write_shards_with_stats(corpus, tmp_path / "s", features=FEAT, progress=False)
+    assert stats.complete and stats.processed == 0 and index == first
 
 
-def test_bad_files_are_skipped_and_listed_and_counts_add_up(tmp_path):
-    root = tmp_path / "data"
-    for i in range(3):
-        _sine(str(root / "a" / f"good{i}.wav"))
-        _sine(str(root / "b" / f"good{i}.wav"), rate=22050)
-    for kind in _REJECTED:
-        _bad_file(str(root / "b" / f"{kind}.wav"), kind)
-    index = _write(root, tmp_path / "shards", num_shards=2, on_error="skip")
-    found = len(_relative_wavs(root))
-    assert index["num_examples"] == 6 and found == index["num_examples"] + len(index["rejected"])
-    reasons = {r["path"]: r["reason"] for r in index["rejected"]}
-    assert reasons.keys() == {f"b/{kind}.wav" for kind in _REJECTED}
-    for kind, why in _REJECTED.items():
-        assert reasons[f"b/{kind}.wav"].startswith(why.split(": ")[0])
-    assert sorted(_stored_paths(tmp_path / "shards")) == [p for p in _relative_wavs(root) if "good" in p]
+def test_a_folder_holds_one_split_and_another_is_refused(tmp_path):
+    corpus = make_corpus(tmp_path / "corpus")
+    _write(corpus, tmp_path / "s", num_shards=2)
+    with pytest.raises(tfpipe.DataError, match=r"holds split train shards.*writes split 'eval'.*own folder"):
+        _write(corpus, tmp_path / "s", num_shards=2, split="eval")
+    assert tfpipe.build_dataset(tmp_path / "s", "eval", None, FEAT) is not None  # untouched
 
 
-# --- damage ---------------------------------------------------------------------------------
-
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "tfpipe.cli", *args], capture_output=True, text=True,
-                          timeout=120)
-
-
-def test_cli_prepare_then_inspect_verify_names_a_corrupted_shard(corpus, tmp_path):
-    out = str(tmp_path / "shards")
-    done = _cli("prepare", "--input", corpus, "--output", out, "--num_shards", "3", "--workers", "0",
-                "--clip_seconds", "0.25")
-    assert done.returncode == 0, done.stderr
-    assert "found 12 = written 12 + rejected 0" in done.stdout and "examples/s" in done.stdout
-    victim = os.path.join(out, json.loads(open(os.path.join(out, "tfpipe.json")).read())["shards"][1]["file"])
-    with open(victim, "r+b") as f:  # flip one byte in the middle: same size, bad CRC
-        f.seek(f.seek(0, os.SEEK_END) // 2)
-        byte = f.read(1)
-        f.seek(-1, os.SEEK_CUR)
-        f.write(bytes([byte[0] ^ 0xFF]))
-    plain = _cli("inspect", out)
-    assert plain.returncode == 0, plain.stderr  # sizes still match: only --verify reads the bytes
-    for line in ("a             4", "train-00000-of-00003.tfrecord", "format        tfrecord-block (version 2)",
-                 "log_mel float16 [26, 64], path bytes []", "audio, stores log_mel (read as log_mel float32 [26, 64])",
-                 "converted     none"):
-        assert line in plain.stdout
-    verified = _cli("inspect", out, "--verify")
-    assert verified.returncode == 1
-    assert "train-00001-of-00003.tfrecord: sha256 differs" in verified.stderr
-    assert "train-00000-of-00003.tfrecord" not in verified.stderr
-
-    # Reading it: the CRC error is turned into one that names the shard.
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"train-00001-of-00003.tfrecord: damaged shard"):
-        _examples(out)
+def test_a_complete_folder_of_other_settings_is_replaced_only_with_overwrite(tmp_path):
+    corpus = make_corpus(tmp_path / "corpus")
+    out = tmp_path / "s"
+    first = _write(corpus, out, num_shards=2)
+    other = dataclasses.replace(FEAT, n_mels=32)
+    with pytest.raises(tfpipe.DataError, match=r"s: a complete shard folder written with other settings \(.*n_mels: "
+                                               r"64 -> 32.*\).*pass --overwrite \(overwrite=True\)"):
+        _write(corpus, out, num_shards=2, features=other)
+    assert json.loads((out / "tfpipe.json").read_text()) == first  # untouched
+    with pytest.raises(tfpipe.DataError, match=r"other settings \(num_shards: 2 -> 3; seed: 0 -> 1\)"):
+        _write(corpus, out, num_shards=3, seed=1)
+    replaced = _write(corpus, out, num_shards=2, features=other, overwrite=True)
+    assert replaced["domain"]["config"]["n_mels"] == 32
+    write_tone(str(tmp_path / "corpus" / "a" / "new.wav"), 999)  # the same settings, one more input: updated
+    assert _write(corpus, out, num_shards=2, features=other)["num_examples"] == 13
 
 
-def test_shard_with_wrong_size_fails_when_the_dataset_is_built(corpus, tmp_path):
-    out = tmp_path / "shards"
-    index = _write(corpus, out)
-    victim = out / index["shards"][2]["file"]
-    with open(victim, "r+b") as f:
-        f.truncate(victim.stat().st_size - 100)
-    damaged = rf"{re.escape(str(victim))}: damaged shard: \d+ bytes on disk but .* lists"
-    with pytest.raises(tfpipe.DataError, match=damaged):
-        tfpipe.build_dataset(out, "train", None, FEAT)
+@contextlib.contextmanager
+def read_only(folder):
+    """`folder` made unwritable, also for root (chattr +i where chmod does not stop it)."""
+    os.makedirs(folder, exist_ok=True)
+    os.chmod(folder, 0o555)
+    immutable = os.access(folder, os.W_OK)  # root ignores the mode
+    if immutable and subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode:
+        pytest.skip("cannot make a folder read-only here (root, no chattr)")
+    try:
+        yield str(folder)
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(folder)], check=True)
+        os.chmod(folder, 0o755)
 
 
-# --- several hosts: retired for Beam ----------------------------------------------------------
-
-def test_hand_run_multi_host_mode_is_retired_with_the_beam_replacement_named(corpus, tmp_path):
-    with pytest.raises(ValueError, match=r"multi-host mode is retired.*runner='beam'"):
-        _write(corpus, tmp_path / "multi", num_shards=4, worker_index=1, num_hosts=2)
-    with pytest.raises(tfpipe.DataError, match=r"retired.*--runner=beam"):
-        compat.merge_index(str(tmp_path / "multi"))
-    done = _cli("prepare", "--input", corpus, "--output", str(tmp_path / "m"), "--num_hosts", "2")
-    assert done.returncode == 1 and "--runner=beam" in done.stderr and "Traceback" not in done.stderr
-
-
-# --- toggles (v1 records: parse is the map after batch; v2 blocks are parsed inside the interleave) ------
-
-def test_block_shards_parse_inside_the_interleave_and_cast_after_batch(corpus, tmp_path):
-    _write(corpus, tmp_path / "shards")  # float16 on disk: the only map after batch is the cast to float32
-    # Whole blocks cross the interleave's threads, are shuffled whole, permuted per window and re-cut
-    # into batches (rebatch: TF's own normalizing map + Rebatch); no example crosses tf.data alone.
-    assert _ops(tmp_path / "shards") == ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3",
-                                         "ParallelInterleaveDatasetV4", "ShuffleDatasetV3", "MapDataset",
-                                         "RebatchDatasetV2", "ParallelMapDatasetV2", "MapDataset",
-                                         "RebatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset",
-                                         "OptionsDataset"]
-    # The example-level shuffle is the toggle's off side: unbatch after the interleave, then a buffer.
-    assert _ops(tmp_path / "shards", shuffle_blocks=False) == [
-        "TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3", "ParallelInterleaveDatasetV4", "MapDataset",
-        "UnbatchDataset", "ShuffleDatasetV3", "BatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset",
-        "OptionsDataset"]
+def test_an_output_that_cannot_be_a_writable_folder_is_named_with_the_fix(tmp_path):
+    examples = [{"x": i, "label": 0} for i in range(4)]
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(tfpipe.DataError, match=rf"{tmp_path}/file: exists and is not a folder"):
+        tfpipe.write_shards(examples, tmp_path / "file", progress=False)
+    with pytest.raises(tfpipe.DataError, match=rf"{tmp_path}/file/s: {tmp_path}/file is a file, not a folder"):
+        tfpipe.write_shards(examples, tmp_path / "file" / "s", progress=False)
+    with read_only(tmp_path / "ro") as ro:
+        with pytest.raises(tfpipe.DataError, match=rf"{ro}/s: cannot write in {ro} \(permission denied\)"):
+            tfpipe.write_shards(examples, os.path.join(ro, "s"), progress=False)
 
 
-def _ops(shard_dir, features=FEAT, **toggles):
-    pipe = tfpipe.PipelineConfig.optimized(batch_size=4, **toggles)
-    return dataset_ops(tfpipe.build_dataset(shard_dir, "train", pipe, features))
+# --- a full disk ---------------------------------------------------------------------------------
+
+_FSIZE_WRITER = textwrap.dedent("""
+    import resource, signal, sys
+    import numpy as np
+    import tfpipe
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over the limit: write() fails with EFBIG instead
+    limit = int(sys.argv[2])
+    if limit:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    examples = [{"x": np.zeros(0, np.float32), "label": i} for i in range(200)]
+    try:
+        tfpipe.write_shards(examples, sys.argv[1], num_shards=4, progress=False)
+    except tfpipe.DataError as e:
+        sys.exit(f"DataError: {e}")
+""")
 
 
-_OPTIMIZED = ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3", "ParallelInterleaveDatasetV4",
-              "ShuffleDatasetV3", "BatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset",
-              "OptionsDataset"]
-
-
-@pytest.mark.parametrize("toggle,expected", [
-    ("repeat_before_shuffle", ["TensorSliceDataset", "ShuffleDatasetV3", "ParallelInterleaveDatasetV4",
-                               "ShuffleDatasetV3", "BatchDatasetV2", "ParallelMapDatasetV2", "RepeatDataset",
-                               "PrefetchDataset", "OptionsDataset"]),
-    ("shuffle_filenames", ["TensorSliceDataset", "RepeatDataset", "ParallelInterleaveDatasetV4",
-                           "ShuffleDatasetV3", "BatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset",
-                           "OptionsDataset"]),
-    ("parallel_reads", ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3", "FlatMapDataset",
-                        "ShuffleDatasetV3", "BatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset",
-                        "OptionsDataset"]),
-    ("vectorize", ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3", "ParallelInterleaveDatasetV4",
-                   "ShuffleDatasetV3", "ParallelMapDatasetV2", "BatchDatasetV2", "PrefetchDataset",
-                   "OptionsDataset"]),
-    ("parallel_map", ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3",
-                      "ParallelInterleaveDatasetV4", "ShuffleDatasetV3", "BatchDatasetV2", "MapDataset",
-                      "PrefetchDataset", "OptionsDataset"]),
-    ("prefetch", _OPTIMIZED[:-2] + ["OptionsDataset"]),
-])
-def test_each_toggle_changes_the_shard_chain(corpus, tmp_path, toggle, expected):
-    _write(corpus, tmp_path / "shards", format="tfrecord-example")
-    assert _ops(tmp_path / "shards") == _OPTIMIZED
-    assert _ops(tmp_path / "shards", **{toggle: False}) == expected
-
-
-def test_cache_fuse_maps_and_deterministic_change_the_shard_chain(corpus, tmp_path):
-    _write(corpus, tmp_path / "shards", store="waveform", format="tfrecord-example")
-    cached = _ops(tmp_path / "shards", cache="memory")
-    assert cached[:4] == ["TensorSliceDataset", "ParallelInterleaveDatasetV4", "CacheDatasetV2",
-                          "RepeatDataset"]
-    # Stored waveforms, log-mel asked for: parse and features are one map, or two when not fused.
-    assert _ops(tmp_path / "shards").count("ParallelMapDatasetV2") == 1
-    assert _ops(tmp_path / "shards", fuse_maps=False).count("ParallelMapDatasetV2") == 2
-    for deterministic in (False, True):
-        ds = tfpipe.build_dataset(tmp_path / "shards", "train",
-                                  tfpipe.PipelineConfig.optimized(deterministic=deterministic), FEAT)
-        graph = tf.compat.v1.GraphDef.FromString(ds._as_serialized_graph().numpy())
-        interleave = next(n for n in graph.node if n.op == "ParallelInterleaveDatasetV4")
-        assert interleave.attr["deterministic"].s.decode() == str(deterministic).lower()
-
-
-def test_naive_chain_reads_shards_one_by_one_and_parses_per_example(corpus, tmp_path):
-    _write(corpus, tmp_path / "shards", format="tfrecord-example")
-    naive = tfpipe.build_dataset(tmp_path / "shards", "train", tfpipe.PipelineConfig.naive(batch_size=4), FEAT)
-    assert dataset_ops(naive) == ["TensorSliceDataset", "FlatMapDataset", "ShuffleDatasetV3", "MapDataset",
-                                  "BatchDatasetV2", "RepeatDataset", "OptionsDataset"]
+@pytest.mark.parametrize("what", ["shard", "index"])
+def test_a_full_disk_is_a_clear_error_and_leaves_no_temp_file(tmp_path, what):
+    probe = subprocess.run([sys.executable, "-c", _FSIZE_WRITER, str(tmp_path / "probe"), "0"],
+                           capture_output=True, text=True, timeout=120)
+    assert probe.returncode == 0, probe.stderr
+    shard = max(os.path.getsize(p) for p in glob.glob(str(tmp_path / "probe" / "*.tfrecord")))
+    index = os.path.getsize(tmp_path / "probe" / "tfpipe.json")
+    assert index > 2 * shard  # so a limit between them stops the index but not the shards
+    limit = shard // 2 if what == "shard" else (shard + index) // 2
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-c", _FSIZE_WRITER, str(out), str(limit)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "the disk is full or the file size limit was reached" in done.stderr
+    assert ("train-00000-of-00004.tfrecord" if what == "shard" else "tfpipe.json") in done.stderr
+    assert not (out / "tfpipe.json").exists()
+    leftovers = [p for p in glob.glob(str(out / "**" / "*"), recursive=True) + glob.glob(str(out / ".*" / "*"))
+                 if ".tmp-" in p]
+    assert leftovers == []

@@ -43,7 +43,9 @@ def quiet_tensorflow() -> None:
 
 def fail(message: str) -> NoReturn:
     """Prints the error without a traceback and exits 1."""
-    print(f"{_prog}: error: {message}", file=sys.stderr)
+    # A file name that is not UTF-8 shows its odd bytes as \xNN escapes, whatever the terminal's encoding.
+    text = message.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    print(f"{_prog}: error: {text}", file=sys.stderr)
     sys.exit(1)
 
 

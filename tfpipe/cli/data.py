@@ -111,6 +111,9 @@ def define_prepare() -> None:
     flags.DEFINE_string("input", None, "Wav folder (one subfolder per class) or CSV manifest (path,label).")
     flags.DEFINE_string("output", None, "Shard folder to write (a rerun finishes an interrupted one).",
                         required=True)
+    flags.DEFINE_boolean("overwrite", False, "Replace a complete shard folder written with other settings "
+                         "(without it, such a prepare is refused, naming the settings that differ; the same "
+                         "settings with added or changed inputs update the folder).")
     flags.DEFINE_integer("num_shards", None, "Shard files (default: min(16, examples), more when a shard "
                          "would exceed 256 MiB).", lower_bound=1)
     flags.DEFINE_integer("workers", None, "Worker processes, each writing whole shards (0: in this process; "
@@ -175,7 +178,8 @@ def run_prepare(argv: Sequence[str]) -> None:
         index, stats = writer.write_shards_with_stats(
             source, FLAGS.output, num_shards=FLAGS.num_shards, num_workers=FLAGS.workers,
             features=features, store=store, split=FLAGS.split, seed=FLAGS.seed, on_error=FLAGS.on_error,
-            dtype=FLAGS.dtype, format=FLAGS.format, runner=FLAGS.runner, beam_options=FLAGS.beam_options)
+            dtype=FLAGS.dtype, format=FLAGS.format, runner=FLAGS.runner, beam_options=FLAGS.beam_options,
+            overwrite=FLAGS.overwrite)
     except (DataError, ValueError) as e:
         fail(str(e))
     if stats.complete:
@@ -254,21 +258,7 @@ def run_inspect(argv: Sequence[str]) -> None:
     else:
         status = [c.problem or "verified" for c in checked.shards]
         counts = [sum(column) for column in zip(*(c.class_counts for c in checked.shards))]
-    on_disk = sum(os.path.getsize(p) for p in source.paths)
-    domain = index.get("domain")
-    rows = [["shard folder", root],
-            ["format", f"{index['format']} (version {index.get('version')}), split {index['split']!r}"],
-            ["examples", f"{index['num_examples']:,} written + {len(index['rejected']):,} rejected = "
-                         f"{index['num_examples'] + len(index['rejected']):,} found"],
-            ["schema", _schema_text(index["features"]) + (f"; label {index['label_key']!r} int64"
-                                                          if index.get("label_key") else "")]]
-    if domain:
-        rows += [["domain", f"{domain['name']}, stores {domain['store']} (read as "
-                            f"{_schema_text(domain['features'])})"],
-                 ["config", " ".join(f"{k}={v}" for k, v in domain["config"].items())],
-                 ["converted", _notes_text(index)]]
-    rows += [["on disk", f"{_human_bytes(on_disk)} in {len(index['shards'])} shards"]]
-    print(_table(rows))
+    print(_table(_summary_rows(index, root, sum(map(_file_size, source.paths)))))
     print()
     class_rows = [[name, f"{n:,}" if counts else "?"] for name, n in zip(index["class_names"], counts or
                                                                         [0] * len(index["class_names"]))]
@@ -290,6 +280,31 @@ def run_inspect(argv: Sequence[str]) -> None:
     if FLAGS.verify:
         print(f"\nverified {len(index['shards'])} shards: checksums, record and example counts, dtypes and "
               f"shapes, labels and class names match the index; no stray shard files")
+
+
+def _summary_rows(index: dict, root: str, on_disk: int) -> list[list[str]]:
+    """inspect's first table: what the folder holds and how it was made."""
+    domain = index.get("domain")
+    rows = [["shard folder", root],
+            ["format", f"{index['format']} (version {index.get('version')}), split {index['split']!r}"],
+            ["examples", f"{index['num_examples']:,} written + {len(index['rejected']):,} rejected = "
+                         f"{index['num_examples'] + len(index['rejected']):,} found"],
+            ["schema", _schema_text(index["features"]) + (f"; label {index['label_key']!r} int64"
+                                                          if index.get("label_key") else "")]]
+    if domain:
+        rows += [["domain", f"{domain['name']}, stores {domain['store']} (read as "
+                            f"{_schema_text(domain['features'])})"],
+                 ["config", " ".join(f"{k}={v}" for k, v in domain["config"].items())],
+                 ["converted", _notes_text(index)]]
+    return rows + [["on disk", f"{_human_bytes(on_disk)} in {len(index['shards'])} shards"]]
+
+
+def _file_size(path: str) -> int:
+    """Bytes on disk, 0 for a file that is gone or cannot be looked at (the shard's status says why)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _table(rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:

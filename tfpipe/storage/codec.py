@@ -8,78 +8,26 @@ shards with the schema from the index:
 A block of N examples (format v2) stores each key as one list: the N raw byte strings
 joined into one value, N * prod(shape) strings, N labels. Decoding is one
 `tf.io.parse_example` (or parse_single_example for a block) plus one decode_raw per key.
+
+Variable length: a key whose first dimension varies from example to example has shape
+(None, ...) in the schema. One example's value is stored as above (its own length follows
+from its byte or string count); a block also stores each example's first dimension under
+`_lengths/KEY`, and decodes to a RaggedTensor [N, None, ...] that un-batches into one dense
+tensor per example, of that example's own length.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
 from tfpipe.errors import DataError
+from tfpipe.storage.schema import Field, castable, field_of, widen_varying
 
-NUMERIC_DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64",
-                  "uint8", "uint16", "uint32", "uint64", "bool")
-STRING_DTYPES = ("bytes", "str")  # both stored as bytes; "str" is UTF-8 text, read back as tf.string
-DTYPES = NUMERIC_DTYPES + STRING_DTYPES
 LABEL_NAME_KEY = "label_name"  # each record also stores its class name: verify checks class_names against it
 SCHEMA_KEY = "_schema"  # each record also names its schema ("key:dtype:shape;..."): verify checks the index
-
-
-@dataclasses.dataclass(frozen=True)
-class Field:
-    """One stored key: numpy dtype name (or "bytes"/"str") and a fixed shape."""
-
-    dtype: str
-    shape: tuple[int, ...]
-
-    def __post_init__(self):
-        if self.dtype not in DTYPES:
-            raise ValueError(f"dtype {self.dtype!r}: supported dtypes are {', '.join(DTYPES)}")
-        if any((not isinstance(d, (int, np.integer))) or d < 0 for d in self.shape):
-            raise ValueError(f"shape {self.shape!r}: fixed non-negative sizes only")
-
-    @property
-    def is_string(self) -> bool:
-        return self.dtype in STRING_DTYPES
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes one example's value takes (strings: 0, unknown)."""
-        return 0 if self.is_string else self.size * np.dtype(self.dtype).itemsize
-
-    def to_json(self) -> dict:
-        return {"dtype": self.dtype, "shape": list(self.shape)}
-
-
-def field_of(value: Any) -> Field:
-    """The Field a value has: numpy arrays and scalars as they are, Python int -> int64,
-    float -> float32 (TensorFlow's default), bool -> bool, bytes -> bytes, str -> str."""
-    if isinstance(value, (bytes, np.bytes_)):
-        return Field("bytes", ())
-    if isinstance(value, (str, np.str_)):
-        return Field("str", ())
-    if isinstance(value, (np.ndarray, np.generic)):
-        array = np.asarray(value)
-        if array.dtype.kind in "SO" and all(isinstance(v, (bytes, np.bytes_)) for v in array.flat):
-            return Field("bytes", array.shape)
-        if array.dtype.kind == "U" or (array.dtype.kind == "O" and all(isinstance(v, str) for v in array.flat)):
-            return Field("str", array.shape)
-        return Field(array.dtype.name, array.shape)
-    if isinstance(value, bool):
-        return Field("bool", ())
-    if isinstance(value, int):
-        return Field("int64", ())
-    if isinstance(value, float):
-        return Field("float32", ())
-    if isinstance(value, (list, tuple)):
-        return field_of(np.asarray(value))
-    raise ValueError(f"a value of type {type(value).__name__}: store numpy arrays, bytes, str, int, float or bool")
+LENGTHS_PREFIX = "_lengths/"  # blocks: `_lengths/KEY` holds each example's first dimension of a variable key
 
 
 class RecordCodec:
@@ -101,12 +49,19 @@ class RecordCodec:
             if reserved is not None and reserved in self.fields:
                 raise ValueError(f"feature key {reserved!r} is reserved (the label, its name, the schema); "
                                  f"rename the feature or pass another label_key")
+        taken = [k for k in self.fields if k.startswith(LENGTHS_PREFIX)]
+        if taken:
+            raise ValueError(f"feature key {taken[0]!r}: keys starting with {LENGTHS_PREFIX!r} are reserved (the "
+                             f"lengths of variable-length keys); rename the feature")
 
     # --- schema ----------------------------------------------------------------------------
 
     @classmethod
-    def infer(cls, example: Mapping[str, Any], label_key: Optional[str] = "label") -> "RecordCodec":
-        """The codec of examples shaped like `example` (the label key's value is the label)."""
+    def infer(cls, examples: Any, label_key: Optional[str] = "label") -> "RecordCodec":
+        """The codec of `examples` (a list of dicts, or one): keys, dtypes and shapes of the first, with
+        None for a first dimension that differs between them (the label key's value is the label)."""
+        examples = [examples] if isinstance(examples, Mapping) else list(examples)
+        example = examples[0] if examples else None
         if not isinstance(example, Mapping) or not example:
             raise ValueError(f"example 0 is {type(example).__name__}: write_shards needs dicts of "
                              f"key -> value (numpy arrays, bytes, str, int, float)")
@@ -121,14 +76,14 @@ class RecordCodec:
                 fields[str(key)] = field_of(value)
             except ValueError as e:
                 raise ValueError(f"example 0, key {key!r}: {e}") from None
-        return cls(fields, label_key)
+        return cls(widen_varying(fields, examples), label_key)
 
     @classmethod
     def from_json(cls, features: Mapping[str, Mapping[str, Any]], label_key: Optional[str] = "label",
                   label_names: bool = True) -> "RecordCodec":
         """The codec an index's `features` describes."""
-        return cls({k: Field(v["dtype"], tuple(int(d) for d in v["shape"])) for k, v in features.items()},
-                   label_key, label_names=label_names)
+        return cls({k: Field(v["dtype"], tuple(None if d is None else int(d) for d in v["shape"]))
+                    for k, v in features.items()}, label_key, label_names=label_names)
 
     def to_json(self) -> dict:
         return {k: f.to_json() for k, f in self.fields.items()}
@@ -143,12 +98,26 @@ class RecordCodec:
     @property
     def signature(self) -> str:
         """The schema as one string, stored in every record so verify can check the index against it."""
-        return ";".join(f"{k}:{f.dtype}:{'x'.join(map(str, f.shape))}" for k, f in sorted(self.fields.items()))
+        return ";".join(f"{k}:{f.dtype}:{'x'.join('?' if d is None else str(d) for d in f.shape)}"
+                        for k, f in sorted(self.fields.items()))
 
     @property
     def example_bytes(self) -> int:
-        """Bytes of one example's fixed-size values (strings not counted)."""
+        """Bytes of one example's fixed-size values (strings not counted; variable keys: one step)."""
         return sum(f.nbytes for f in self.fields.values())
+
+    @property
+    def variable(self) -> tuple[str, ...]:
+        """Keys whose first dimension varies from example to example."""
+        return tuple(k for k, f in self.fields.items() if f.variable)
+
+    def bytes_of(self, example: Mapping[str, Any]) -> int:
+        """Bytes of one example's numeric values as stored (variable keys at their own length)."""
+        total = 0
+        for key, f in self.fields.items():
+            if not f.is_string:
+                total += int(np.size(example[key])) * np.dtype(f.dtype).itemsize
+        return total
 
     def check(self, example: Mapping[str, Any], position: int) -> None:
         """ValueError naming the example's position, key, expected and found dtype/shape."""
@@ -167,9 +136,13 @@ class RecordCodec:
             except ValueError as e:
                 raise ValueError(f"example {position}, key {key!r}: {e}") from None
             python = isinstance(example[key], (int, float, list, tuple)) and not isinstance(example[key], np.generic)
-            if got != want and not (python and _castable(got, want)):
-                raise ValueError(f"example {position}, key {key!r}: expected {want.dtype} {list(want.shape)} "
-                                 f"(the schema), got {got.dtype} {list(got.shape)}")
+            if not want.fits(got) and not (python and castable(got, want)):
+                leading_only = (not want.variable and got.dtype == want.dtype and len(got.shape) == len(want.shape)
+                                and got.shape and got.shape[1:] == want.shape[1:])
+                vary = (f"; for a first dimension that varies put None there in the schema: "
+                        f"{key!r}: ({want.dtype!r}, {(None, *want.shape[1:])})" if leading_only else "")
+                raise ValueError(f"example {position}, key {key!r}: expected {want.text()} (the schema), "
+                                 f"got {got.text()}{vary}")
 
     # --- encode ----------------------------------------------------------------------------
 
@@ -187,6 +160,10 @@ class RecordCodec:
                 little = np.dtype(f.dtype).newbyteorder("<")
                 raw = b"".join(np.ascontiguousarray(e[key], dtype=little).tobytes() for e in examples)
                 feature[key] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[raw]))
+            if f.variable:  # each example's own first dimension: a block is cut back into examples by these
+                lengths = [int(np.shape(np.asarray(e[key], dtype=object if f.is_string else None))[0])
+                           for e in examples]
+                feature[LENGTHS_PREFIX + key] = tf.train.Feature(int64_list=tf.train.Int64List(value=lengths))
         if self.label_key is not None:
             feature[self.label_key] = tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in labels]))
             if self.label_names:
@@ -208,10 +185,12 @@ class RecordCodec:
         for key in keys:
             f = self.fields[key]
             if f.is_string:
-                spec[key] = (tf.io.FixedLenSequenceFeature([], tf.string, allow_missing=True) if block
+                spec[key] = (tf.io.FixedLenSequenceFeature([], tf.string, allow_missing=True) if block or f.variable
                              else tf.io.FixedLenFeature([f.size], tf.string))
             else:
                 spec[key] = tf.io.FixedLenFeature([], tf.string)
+            if block and f.variable:
+                spec[LENGTHS_PREFIX + key] = tf.io.FixedLenSequenceFeature([], tf.int64, allow_missing=True)
         if self.label_key is not None:
             spec[self.label_key] = (tf.io.FixedLenSequenceFeature([], tf.int64, allow_missing=True) if block
                                     else tf.io.FixedLenFeature([], tf.int64))
@@ -221,12 +200,18 @@ class RecordCodec:
         return spec
 
     def decode(self, records, keys: Optional[Iterable[str]] = None, *, with_label_names: bool = False):
-        """One-example records (a scalar or a batch) -> ({key: tensor [..., *shape]}, labels)."""
+        """One-example records (a scalar or a batch) -> ({key: tensor [..., *shape]}, labels).
+
+        Variable keys (first dimension None) decode one record at a time: [its length, ...].
+        """
         import tensorflow as tf
 
         keys = list(self.fields) if keys is None else list(keys)
         spec = self.parse_spec(keys, with_label_names=with_label_names)
         batched = records.shape.rank == 1
+        if batched and any(self.fields[k].variable for k in keys):
+            raise ValueError(f"keys {[k for k in keys if self.fields[k].variable]} vary in length: decode one "
+                             f"record at a time (a batch of them is ragged)")
         parsed = tf.io.parse_example(records, spec) if batched else tf.io.parse_single_example(records, spec)
         lead = tf.shape(records)
         out = {k: self._values(parsed[k], k, lead, records.shape) for k in keys}
@@ -242,12 +227,11 @@ class RecordCodec:
         out = {}
         for k in keys:
             f = self.fields[k]
-            if f.is_string:
-                values = tf.reshape(parsed[k], [-1, *f.shape])
-            else:
-                values = tf.reshape(_decode_raw(parsed[k], f.dtype), [-1, *f.shape])
-            out[k] = tf.ensure_shape(values, [None, *f.shape])
-        lead = tf.shape(next(iter(out.values())))[:1] if out else tf.constant([0])
+            flat = parsed[k] if f.is_string else _decode_raw(parsed[k], f.dtype)
+            values = tf.ensure_shape(tf.reshape(flat, [-1, *f.row]), [None, *f.row])
+            # Variable keys: the examples' values one after another, cut by their lengths into [n, None, ...].
+            out[k] = tf.RaggedTensor.from_row_lengths(values, parsed[LENGTHS_PREFIX + k]) if f.variable else values
+        lead = tf.reshape(rows(next(iter(out.values()))), [1]) if out else tf.constant([0], tf.int64)
         return out, self._labels(parsed, lead, with_label_names)
 
     def _values(self, parsed, key: str, lead, lead_shape):
@@ -256,6 +240,8 @@ class RecordCodec:
         f = self.fields[key]
         if not f.is_string:
             parsed = _decode_raw(parsed, f.dtype)
+        if f.variable:  # one record: its own length
+            return tf.ensure_shape(tf.reshape(parsed, [-1, *f.row]), [None, *f.row])
         values = tf.reshape(parsed, tf.concat([lead, tf.constant(f.shape, tf.int32)], axis=0))
         return tf.ensure_shape(values, lead_shape.concatenate(f.shape))
 
@@ -271,15 +257,13 @@ class RecordCodec:
         return labels
 
 
-def _castable(got: Field, want: Field) -> bool:
-    """Python numbers take the schema's dtype (an int where int32 is stored, a float for float64)."""
-    if got.shape != want.shape:
-        return False
-    if got.is_string or want.is_string:
-        return got.is_string and want.is_string
-    if want.dtype == "bool" or got.dtype not in ("int64", "float32"):
-        return False  # only Python numbers and lists adapt; numpy values must match the schema
-    return np.dtype(got.dtype).kind in ("i" if want.dtype.startswith(("int", "uint")) else "if")
+def rows(values):
+    """The first dimension of a tensor or a RaggedTensor, as an int64 scalar."""
+    import tensorflow as tf
+
+    if isinstance(values, tf.RaggedTensor):
+        return values.nrows(out_type=tf.int64)
+    return tf.shape(values, out_type=tf.int64)[0]
 
 
 def _as_bytes(value: Any) -> bytes:

@@ -5,6 +5,13 @@ the hidden `.tfpipe-work/` subfolder; when the index is written that subfolder i
 so a complete folder holds the shards and tfpipe.json only, and a `{split}-*` glob finds
 shards only. The index of an earlier run is removed before the first shard is replaced,
 so an interrupted rerun never leaves an old index describing new shards.
+
+Readers and writers meet at tfpipe.json: a process that builds a dataset over the folder
+takes a shared lock on it (`hold_for_reading`) and keeps it while the process lives (tf.data
+reads the shards in C++ long after build_dataset returned, and an Estimator rebuilds the
+dataset at every input_fn call); a writer takes the exclusive lock before it replaces
+anything (`OutputFolder.claim_index`), so a rewrite under a live reader is refused, naming it,
+instead of mixing old and new examples in that reader.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from tfpipe.storage.plan import SHARD_PATTERN
 
 WORK_DIR = ".tfpipe-work"
 _LOCK = "lock"
+_READING: dict[str, tuple[int, tuple[int, int]]] = {}  # folder -> (fd, index (dev, inode)): held for the process's life
 
 
 class OutputFolder:
@@ -36,11 +44,17 @@ class OutputFolder:
         self.split = split
         self.work = os.path.join(self.root, WORK_DIR)
         self._lock_fd: Optional[int] = None
+        self._index_fd: Optional[int] = None
 
     def __enter__(self) -> "OutputFolder":
         self._created = not os.path.exists(self.root)
-        os.makedirs(self.work, exist_ok=True)
-        fd = os.open(os.path.join(self.work, _LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            os.makedirs(self.work, exist_ok=True)
+            fd = os.open(os.path.join(self.work, _LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:  # a file in the way, no permission, a read-only filesystem
+            where = e.filename if isinstance(e.filename, str) else self.root
+            raise DataError(f"{self.root}: cannot write the shard folder ({where}: {e.strerror}); pass an --output "
+                            f"you can write to (a new folder, or a shard folder)") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
@@ -64,8 +78,10 @@ class OutputFolder:
             shutil.rmtree(self.work, ignore_errors=True)
             if self._created and not os.listdir(self.root):
                 os.rmdir(self.root)  # a run refused up front leaves nothing behind
-        os.close(self._lock_fd)  # releases the flock
-        self._lock_fd = None
+        for fd in (self._index_fd, self._lock_fd):
+            if fd is not None:
+                os.close(fd)  # releases the flocks
+        self._lock_fd = self._index_fd = None
 
     # --- before writing ------------------------------------------------------------------
 
@@ -79,6 +95,28 @@ class OutputFolder:
                             f"writes split {self.split!r}; one folder holds one split (its tfpipe.json describes "
                             f"one): write each split to its own folder, e.g. {os.path.dirname(self.root)}/"
                             f"{self.split}")
+
+    def claim_index(self) -> None:
+        """Takes the index's exclusive lock before anything is replaced: refused while a reader holds it.
+
+        Raises:
+          DataError: another process reads the folder (it built a dataset over it), naming it.
+        """
+        path = os.path.join(self.root, index_lib.INDEX_NAME)
+        release_reading(self.root)  # this process's own datasets: it is their writer too
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return  # nothing a reader could be reading
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            readers = _describe(lock_holders(os.fstat(fd)))
+            os.close(fd)
+            raise DataError(f"{self.root}: {readers or 'another process'} is reading this shard folder (it built a "
+                            f"dataset over it); rewriting the folder now would mix old and new examples in that "
+                            f"reader. Stop it first, or write to another --output") from None
+        self._index_fd = fd
 
     def invalidate_index(self) -> None:
         """Removes tfpipe.json (durably) before any shard is replaced: no reader takes a half-new folder."""
@@ -109,3 +147,73 @@ class OutputFolder:
 
     def manifest_path(self, shard_file: str) -> str:
         return os.path.join(self.work, shard_file + ".json")
+
+
+# --- readers -------------------------------------------------------------------------------------
+
+def hold_for_reading(root: str) -> None:
+    """Takes a shared lock on `root`'s tfpipe.json, held until this process exits (see the module doc).
+
+    Raises:
+      DataError: a tfpipe prepare is rewriting the folder, naming it.
+    """
+    key = os.path.realpath(root)
+    try:
+        fd = os.open(os.path.join(key, index_lib.INDEX_NAME), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return  # no index (or unreadable): reading it fails with its own message
+    st = os.fstat(fd)
+    held = _READING.get(key)
+    if held is not None and held[1] == (st.st_dev, st.st_ino):
+        os.close(fd)
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        writer = _describe(lock_holders(st))
+        os.close(fd)
+        raise DataError(f"{root}: a tfpipe prepare ({writer or 'another process'}) is rewriting this shard folder; "
+                        f"wait for it to finish, then build the dataset again") from None
+    release_reading(key)  # a lock on an index replaced since protects nothing
+    _READING[key] = (fd, (st.st_dev, st.st_ino))
+
+
+def release_reading(root: str) -> None:
+    """Drops this process's read lock on `root` (its writer is about to replace the folder)."""
+    held = _READING.pop(os.path.realpath(root), None)
+    if held is not None:
+        os.close(held[0])
+
+
+def lock_holders(st: os.stat_result) -> list[int]:
+    """Processes holding a flock on the file `st` describes, from /proc/locks (Linux; [] elsewhere)."""
+    try:
+        with open("/proc/locks") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    pids = []
+    for line in lines:  # "1: FLOCK  ADVISORY  READ  1234 08:02:56789 0 EOF" (waiters carry "->")
+        parts = line.split()
+        if len(parts) < 6 or parts[1] != "FLOCK" or "->" in parts:
+            continue
+        major, minor, inode = (parts[5].split(":") + ["", "", ""])[:3]
+        try:
+            if (int(inode), int(major, 16), int(minor, 16)) == (st.st_ino, os.major(st.st_dev), os.minor(st.st_dev)):
+                pids.append(int(parts[4]))
+        except ValueError:
+            continue
+    return sorted(set(pids) - {os.getpid()})
+
+
+def _describe(pids: Iterable[int]) -> str:
+    """'process 123 (python train.py)' for each pid, or ''."""
+    described = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                command = " ".join(f.read().replace(b"\0", b" ").decode(errors="replace").split())
+        except OSError:
+            command = ""
+        described.append(f"process {pid}" + (f" ({command[:80]})" if command else ""))
+    return ", ".join(described)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping, Optional, Protocol, Sequence
 
 from tfpipe.core.stage import Stage
-from tfpipe.storage.codec import RecordCodec
+from tfpipe.storage.codec import RecordCodec, rows
 
 BLOCK, EXAMPLE = "tfrecord-block", "tfrecord-example"
 _TARGET_BLOCK_BYTES = 1 << 20  # 1 MiB of values per block: per-record costs amortized, reads stay small
@@ -33,15 +33,15 @@ class RecordFormat(Protocol):
     name: str
     blocked: bool  # expand yields blocks (batches) of examples, which the chain un-blocks
 
-    def block_size(self, codec: RecordCodec, num_examples: int) -> int:
-        """Examples per record for a shard of `num_examples`."""
+    def block_size(self, codec: RecordCodec, num_examples: int, example_bytes: int = 0) -> int:
+        """Examples per record for a shard of `num_examples` (of `example_bytes` each, where they vary)."""
 
     def records(self, codec: RecordCodec, examples: Sequence[Mapping[str, Any]], labels: Sequence[int],
                 names: Sequence[str], block_size: int) -> Iterator[bytes]:
         """Serialized records holding `examples` in order."""
 
     def expand(self, codec: RecordCodec, keys: Sequence[str], cast: Mapping[str, str]):
-        """fn(path, num_records, num_examples, block_size) -> dataset of one shard's elements."""
+        """fn(path, num_records, num_examples, block_size) -> dataset of one shard's (position, record) elements."""
 
     def stages(self, codec: RecordCodec, keys: Sequence[str], cast: Mapping[str, str]) -> list[Stage]:
         """Map stages from expand's elements to (features, labels)."""
@@ -56,7 +56,7 @@ class ExampleFormat:
     name = EXAMPLE
     blocked = False
 
-    def block_size(self, codec: RecordCodec, num_examples: int) -> int:
+    def block_size(self, codec: RecordCodec, num_examples: int, example_bytes: int = 0) -> int:
         return 1
 
     def records(self, codec, examples, labels, names, block_size) -> Iterator[bytes]:
@@ -67,11 +67,12 @@ class ExampleFormat:
         return checked_records
 
     def stages(self, codec, keys, cast) -> list[Stage]:
-        def parse(records):  # one record or, vectorized, a batch of them: one parse_example
+        def parse(positions, records):  # one record or, vectorized, a batch of them: one parse_example
             values, labels = codec.decode(records, keys)
             return _cast(values, cast), labels
 
-        return [Stage("parse", parse, batchable=True)]
+        # Keys that vary in length parse one record at a time: a batch of them would be ragged.
+        return [Stage("parse", parse, batchable=not any(codec.fields[k].variable for k in keys))]
 
     def interleave_block(self, block_size: int) -> int:
         return _V1_INTERLEAVE_BLOCK
@@ -83,8 +84,8 @@ class BlockFormat:
     name = BLOCK
     blocked = True
 
-    def block_size(self, codec: RecordCodec, num_examples: int) -> int:
-        per = _TARGET_BLOCK_BYTES // max(codec.example_bytes, 1)
+    def block_size(self, codec: RecordCodec, num_examples: int, example_bytes: int = 0) -> int:
+        per = _TARGET_BLOCK_BYTES // max(example_bytes or codec.example_bytes, 1)
         return int(max(1, min(per, _MAX_BLOCK_EXAMPLES, num_examples)))
 
     def records(self, codec, examples, labels, names, block_size) -> Iterator[bytes]:
@@ -102,27 +103,30 @@ class BlockFormat:
                 # holds other counts (an index edited or not this shard's) fails, naming the shard.
                 expected = tf.minimum(block_size, num_examples - position * block_size)
                 got = tf.shape(labels, out_type=tf.int64)[0] if codec.label_key else expected
-                sizes = [tf.shape(v, out_type=tf.int64)[0] for v in values.values()] + [got]
+                sizes = [rows(v) for v in values.values()] + [got]
                 ok = tf.reduce_all(tf.equal(tf.stack(sizes), expected))
                 message = tf.strings.join([path, _BLOCK_COUNT_MESSAGE])
                 with tf.control_dependencies([tf.debugging.Assert(ok, [message])]):
                     labels = tf.identity(labels)
                 return values, labels  # stored dtypes: half the bytes through shuffle and batch
 
-            # Positions by zip with a range of the record count: Dataset.enumerate() (a range up
-            # to 2**63) halved the blocks/s, measured. The chain un-blocks after the interleave,
-            # so examples do not cross its threads one at a time (1.9x the examples/s, measured).
-            positions = tf.data.Dataset.range(num_records)
-            return tf.data.Dataset.zip((positions, checked_records(path, num_records))).map(parse)
+            # The chain un-blocks after the interleave, so examples do not cross its threads one
+            # at a time (1.9x the examples/s, measured).
+            return checked_records(path, num_records).map(parse)
 
         return read_shard
 
     def stages(self, codec, keys, cast) -> list[Stage]:
         # Parsed inside expand, once per block. The cast to the written dtype (float16 -> float32)
         # runs on whole batches, after the example shuffle and batch moved the smaller values.
-        if not cast:
-            return []
-        return [Stage("cast", lambda values, labels: (_cast(values, cast), labels), batchable=True)]
+        stages = []
+        if any(codec.fields[k].variable for k in keys):
+            # Un-blocked, a RaggedTensor row is a dense tensor of the example's own length, but its spec
+            # stays ragged: passing it through one map makes it a plain tensor (padded_batch needs that).
+            stages.append(Stage("dense", lambda values, labels: (dict(values), labels)))
+        if cast:
+            stages.append(Stage("cast", lambda values, labels: (_cast(values, cast), labels), batchable=True))
+        return stages
 
     def interleave_block(self, block_size: int) -> int:
         return 1  # the interleave's elements are whole blocks
@@ -139,45 +143,61 @@ def get_format(name: str) -> RecordFormat:
 
 
 def default_format(codec: RecordCodec) -> str:
-    """Blocks for fixed-shape features (every schema tfpipe writes today)."""
+    """Blocks, for any schema (variable-length keys store their lengths in the block)."""
     return BLOCK
 
 
 # --- reading one shard's records, checked against the index --------------------------------
 
 def checked_records(path, num_records, num_examples=None, block_size=None, compression="", *,
-                    damaged: str = "", extra: str = ""):
-    """One shard's records, failing by the shard's name when it holds fewer or more than indexed.
+                    damaged: str = "", extra: str = "", missing: str = ""):
+    """One shard's (position, record) pairs, failing by the shard's name when it holds fewer or more than indexed.
 
     TFRecordDataset's CRC errors do not name the file. Instead a bad record ends this shard
-    (ignore_errors logs it and moves on), so the element after the last good record is the
-    `damaged` one, which raises with the shard's path; a whole shard never reaches it: take().
-    A shard with more records than the index lists (an index edited down) fails too: a
-    second reader skips the listed records (headers only, no parse) and finds one more.
+    (ignore_errors moves on), so the element after the last good record is the `damaged` one,
+    which raises with the shard's path; a whole shard never reaches it: take(). A file that
+    cannot be opened (removed, unreadable) is retried by TFRecordDataset at every call, so
+    ignore_errors alone would spin forever, deaf to Ctrl-C; zipped behind a range of the
+    record count, each retry uses up one position, and the shard ends after `num_records` tries
+    with the same named error. A shard with more records than the index lists (an index edited
+    down) fails too: a second reader skips the listed records (headers only) and finds one more.
     """
     import tensorflow as tf
 
-    records = tf.data.TFRecordDataset(path, compression_type=compression).ignore_errors(log_warning=True)
-    fewer = tf.data.Dataset.from_tensors(path).map(_raise(path, damaged or _DAMAGED))
+    positions = tf.data.Dataset.range(num_records)  # first in the zip: consumed even when the read fails
+    records = tf.data.TFRecordDataset(path, compression_type=compression)
+    read = tf.data.Dataset.zip((positions, records)).ignore_errors(log_warning=False)
+    fewer = tf.data.Dataset.from_tensors((tf.cast(num_records, tf.int64), path)).map(
+        _raise(path, damaged or _DAMAGED, missing=missing or _MISSING))
     more = tf.data.TFRecordDataset(path, compression_type=compression).skip(num_records).take(1).map(
-        _raise(path, extra or _EXTRA))
-    return records.concatenate(fewer).take(num_records).concatenate(more)
+        lambda record: (tf.cast(num_records, tf.int64), record)).map(_raise(path, extra or _EXTRA))
+    return read.concatenate(fewer).take(num_records).concatenate(more)
 
 
-def _raise(path, reason: str):
-    """fn(element) that fails naming the shard `path` and `reason` (runs only for a bad shard)."""
+def _raise(path, reason: str, missing: str = ""):
+    """fn(position, record) that fails naming the shard `path` and `reason` (runs only for a bad shard).
+
+    With `missing`, a file that is no longer there gets that reason instead.
+    """
     import tensorflow as tf
 
-    def fail(element):
+    def fail(position, record):
         message = tf.strings.join([path, reason])
+        if missing:
+            literal = tf.strings.regex_replace(path, r"([*?\[\]])", r"[\1]")  # the path, not a glob
+            gone = tf.equal(tf.size(tf.io.matching_files(literal)), 0)
+            message = tf.where(gone, tf.strings.join([path, missing]), message)
         with tf.control_dependencies([tf.debugging.Assert(False, [message])]):
-            return tf.identity(element)
+            return tf.identity(position), tf.identity(record)
 
     return fail
 
 
-_DAMAGED = (": damaged shard: fewer readable records than tfpipe.json lists (corrupted or truncated); run "
-            "`tfpipe inspect --verify` on its folder and rerun the same tfpipe prepare command to rewrite it")
+_DAMAGED = (": cannot be read to the end: fewer readable records than tfpipe.json lists (unreadable, corrupted "
+            "or truncated; or replaced while this reader was reading it); run `tfpipe inspect --verify` on its "
+            "folder and rerun the same tfpipe prepare command to rewrite it")
+_MISSING = (": shard missing: removed after the dataset was built (a tfpipe prepare rewriting the folder removes "
+            "shards of an earlier --num_shards); build the dataset again once the folder is complete")
 _EXTRA = (": more records than tfpipe.json lists for this shard (the index was edited or belongs to other "
           "shards); rerun tfpipe prepare, then `tfpipe inspect --verify` on its folder")
 

@@ -66,8 +66,9 @@ class RecordsSource:
         if features is not None:
             raise ValueError(f"{self.root or 'records'}: features= configures a domain; records are parsed by "
                              f"spec= or your process=")
-        stages = self._parse_stages(mode, process) + user_stages(process=process if self._parses else None,
-                                                                   batch_process=batch_process)
+        first, = self._parse_stages(mode, process)
+        stages = [_without_position(first)] + user_stages(process=process if self._parses else None,
+                                                           batch_process=batch_process)
         files = tf.data.Dataset.from_tensor_slices((list(self.paths), list(self.compressions),
                                                     tf.constant(self.counts, tf.int64)))
         return ChainInput(files, len(self.paths), self.num_examples, tuple(stages), expand=_read_file,
@@ -214,10 +215,16 @@ def _split_label(features: dict, label_key: Optional[str], mode: str, batch_shap
     return features, tf.cast(label, tf.int64) if label.dtype.is_integer else label
 
 
+def _without_position(stage: Stage) -> Stage:
+    """The stage on a (position, record) element of checked_records: the record alone goes to it."""
+    return dataclasses.replace(stage, fn=lambda position, record: stage.fn(record))
+
+
 def _read_file(path, compression, num_records):
     return checked_records(path, num_records, compression=compression,
                            damaged=": fewer readable records than when tfpipe.records scanned it (the file changed "
                                    "or a record's data is damaged); build the dataset again to rescan it",
+                           missing=": file missing: removed after the dataset was built; build the dataset again",
                            extra=": more records than when tfpipe.records scanned it (the file changed); build the "
                                  "dataset again to rescan it")
 

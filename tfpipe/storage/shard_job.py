@@ -48,7 +48,8 @@ class ShardJob:
     Attributes:
       spec: the plan's shard.
       out_dir: the shard folder; work_dir: its work subfolder (temp files, manifests).
-      format: record format name; block_size: examples per record.
+      format: record format name; block_size: examples per record (0: sized by the first chunk of
+        examples, where their values vary in length).
       schema: the stored record schema (RecordCodec.to_json()); label_key: the label's key.
       class_names: label id -> name (stored with each record).
       key: identifies inputs and settings; a manifest with another key is not this shard's.
@@ -131,18 +132,22 @@ def _write(job: ShardJob, tmp: str, report: Callable[[int], None]) -> dict:
     rejected: list[dict] = []
     pending: list[tuple[dict, int]] = []
     num_records = num_examples = 0
+    block_size = job.block_size
     offline = job.inputs.offline() if job.inputs else None
     notes_before = collections.Counter(offline.notes()) if offline else collections.Counter()
     with tf.io.TFRecordWriter(tmp) as writer:
 
         def flush(full_only: bool) -> None:
-            nonlocal num_records, num_examples
-            while pending and (len(pending) >= job.block_size or not full_only):
-                block, pending[:] = pending[:job.block_size], pending[job.block_size:]
+            nonlocal num_records, num_examples, block_size
+            if not block_size and pending:  # values of varying length: blocks sized by the first examples
+                mean = int(np.mean([codec.bytes_of(e) for e, _ in pending]))
+                block_size = fmt.block_size(codec, job.num_inputs, mean)
+            while pending and (len(pending) >= block_size or not full_only):
+                block, pending[:] = pending[:block_size], pending[block_size:]
                 examples = [e for e, _ in block]
                 labels = [label for _, label in block]
                 names = [job.class_names[label] for label in labels]
-                for record in fmt.records(codec, examples, labels, names, job.block_size):
+                for record in fmt.records(codec, examples, labels, names, block_size):
                     writer.write(record)
                     num_records += 1
                 num_examples += len(block)
@@ -158,7 +163,7 @@ def _write(job: ShardJob, tmp: str, report: Callable[[int], None]) -> dict:
         os.fsync(f.fileno())
     notes = collections.Counter(offline.notes()) - notes_before if offline else {}
     return {"file": job.spec.file, "num_examples": num_examples, "num_records": num_records,
-            "block_size": job.block_size, "bytes": os.path.getsize(tmp), "sha256": index_lib.sha256_file(tmp),
+            "block_size": block_size or 1, "bytes": os.path.getsize(tmp), "sha256": index_lib.sha256_file(tmp),
             "class_counts": counts.tolist(), "rejected": rejected, "notes": dict(sorted(notes.items())),
             "key": job.key}
 
@@ -177,11 +182,12 @@ def _chunk_examples(job: ShardJob, chunk: range, offline, rejected: list) -> lis
             if job.inputs.on_error == "fail":
                 raise DataError(f"{e} (writing {job.spec.file}; rerun with --on_error=skip "
                                 f"to list such files as rejected instead)") from None
-            rejected.append({"path": job.names[i], "reason": reject_reason(e, job.paths[i])})
+            rejected.append({"path": display(job.names[i]), "reason": reject_reason(e, job.paths[i])})
     if not kept:
         return []
     values = offline.featurize(loaded)
-    return [({**{k: v[row] for k, v in values.items()}, PATH_KEY: job.names[i].encode()}, job.labels[i])
+    # The name's bytes as the OS has them: a file name that is not UTF-8 is stored exactly.
+    return [({**{k: v[row] for k, v in values.items()}, PATH_KEY: os.fsencode(job.names[i])}, job.labels[i])
             for row, i in enumerate(kept)]
 
 
@@ -212,4 +218,9 @@ def _offline(inputs: DomainInputs):
 
 def reject_reason(error: Any, path: str) -> str:
     """An input's problem without its path (the index lists the path beside it)."""
-    return str(error).removeprefix(f"{path}: ")
+    return display(str(error).removeprefix(f"{path}: "))
+
+
+def display(text: str) -> str:
+    """Text that can always be written (a file name that is not UTF-8 shows its odd bytes as escapes)."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

@@ -24,7 +24,7 @@ from tfpipe.core.stage import Stage, user_stages
 from tfpipe.errors import DataError
 from tfpipe.storage import index as index_lib
 from tfpipe.storage.codec import RecordCodec
-from tfpipe.storage.folder import WORK_DIR
+from tfpipe.storage.folder import WORK_DIR, hold_for_reading
 from tfpipe.storage.formats import get_format
 
 INDEX_NAME = index_lib.INDEX_NAME
@@ -120,7 +120,8 @@ class ShardSource:
         block = max([s["block_size"] for s in shards] or [1])
         return ChainInput(files, len(self.paths), self.num_examples, tuple(stages),
                           expand=fmt.expand(codec, keys, cast), block_length=fmt.interleave_block(block),
-                          blocked=fmt.blocked, examples_per_block=block, count_of=_examples_of,
+                          blocked=fmt.blocked, examples_per_block=block,
+                          fixed_shapes=not any(codec.fields[k].variable for k in keys), count_of=_examples_of,
                           paths=self.paths, records_per_file=tuple(s["num_records"] for s in shards))
 
     def _stored_stages(self, features: Any, mode: str = "eval") -> list[Stage]:
@@ -138,19 +139,27 @@ def _examples_of(path, num_records, num_examples, block_size):
 
 
 def _check_size(path: str, expected: int, root: str) -> None:
-    """DataError naming the shard when its size on disk differs from the index."""
+    """DataError naming the shard when its size on disk differs from the index, or it cannot be read."""
     problem = index_lib.size_problem(path, expected)
     if problem:
         raise DataError(f"{path}: damaged shard: {problem}; rerun the same tfpipe prepare command to "
                         f"rewrite it, then `tfpipe inspect --verify {root}`")
+    if not os.access(path, os.R_OK):
+        raise DataError(f"{path}: shard cannot be read (permission denied); give this user read access "
+                        f"(chmod a+r), or read the folder as its owner")
 
 
 def read_folder(root: str) -> Optional[ShardSource]:
     """The ShardSource of a folder with tfpipe.json (None for other folders).
 
+    The process keeps a shared lock on the folder's index from now on, so a tfpipe prepare
+    into it is refused while this process may still read it (tfpipe.storage.folder).
+
     Raises:
-      DataError: the folder is a prepare that has not finished (its work folder, no index yet).
+      DataError: the folder is a prepare that has not finished (its work folder, no index yet),
+        or one that is rewriting it now.
     """
+    hold_for_reading(root)
     index = index_lib.read_index(root)
     if index is None:
         if os.path.isdir(os.path.join(root, WORK_DIR)):

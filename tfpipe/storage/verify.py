@@ -15,7 +15,7 @@ import os
 import numpy as np
 
 from tfpipe.storage import index as index_lib
-from tfpipe.storage.codec import SCHEMA_KEY, RecordCodec
+from tfpipe.storage.codec import SCHEMA_KEY, RecordCodec, rows
 from tfpipe.storage.formats import BLOCK
 from tfpipe.storage.plan import SHARD_PATTERN
 from tfpipe.storage.shard_job import PATH_KEY
@@ -93,8 +93,13 @@ def _check_shard(path: str, shard: dict, index: dict, codec: RecordCodec, seen: 
     names = list(index["class_names"])
     counts = np.zeros(max(len(names), 1), np.int64)
     problem = index_lib.size_problem(path, shard["bytes"])
-    if not problem and index_lib.sha256_file(path) != shard["sha256"]:
-        problem = "sha256 differs from the index"
+    if not problem:
+        try:
+            if index_lib.sha256_file(path) != shard["sha256"]:
+                problem = "sha256 differs from the index"
+        except OSError as e:
+            problem = f"cannot be read ({e.strerror})"
+            return ShardCheck(shard["file"], problem, 0, tuple(int(c) for c in counts[:len(names)]))
     records = examples = 0
     block = index["format"] == BLOCK
     try:
@@ -111,7 +116,7 @@ def _check_shard(path: str, shard: dict, index: dict, codec: RecordCodec, seen: 
                 if not problem and p in seen:
                     problem = f"{p.decode(errors='replace')} is stored twice"
                 seen.add(p)
-    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+    except tf.errors.OpError as e:  # a damaged record, a dtype/shape that does not fit, a file gone meanwhile
         last = e.message.strip().splitlines()[-1][:160] if e.message.strip() else type(e).__name__
         problem = problem or f"unreadable record after {records} ({last})"
     if not problem and records != shard["num_records"]:
@@ -155,9 +160,9 @@ def _summaries(path: str, codec: RecordCodec, block: bool):
     if block:
         def summarize(record):
             values, (labels, label_names) = codec.decode_block(record, keys, with_label_names=True)
-            n = tf.shape(labels)[0] if codec.label_key else tf.shape(next(iter(values.values())))[0]
+            n = tf.shape(labels, out_type=tf.int64)[0] if codec.label_key else rows(next(iter(values.values())))
             for v in values.values():  # every key holds the same number of examples
-                tf.debugging.assert_equal(tf.shape(v)[0], n, message="keys of one block differ in length")
+                tf.debugging.assert_equal(rows(v), n, message="keys of one block differ in length")
             paths = values[PATH_KEY] if has_path else tf.zeros([0], tf.string)
             return labels, label_names, paths, schema_of(record[None]), n[None]
 
@@ -172,7 +177,17 @@ def _summaries(path: str, codec: RecordCodec, block: bool):
         paths = values[PATH_KEY] if has_path else tf.zeros([0], tf.string)
         return labels, label_names, paths, schema_of(records)
 
-    for labels, label_names, paths, schemas in tf.data.TFRecordDataset(path).batch(_READ_BATCH).map(summarize_batch):
+    def summarize_one(record):  # values of varying length: one record at a time
+        values, (label, label_name) = codec.decode(record, keys, with_label_names=True)
+        return label, label_name, values[PATH_KEY] if has_path else "", schema_of(record[None])[0]
+
+    records = tf.data.TFRecordDataset(path)
+    if codec.variable:
+        batches = records.map(summarize_one).batch(_READ_BATCH).map(
+            lambda labels, names, paths, schemas: (labels, names, paths if has_path else paths[:0], schemas))
+    else:
+        batches = records.batch(_READ_BATCH).map(summarize_batch)
+    for labels, label_names, paths, schemas in batches:
         yield (labels.numpy(), label_names.numpy().tolist(), paths.numpy().tolist(), schemas.numpy().tolist(),
                np.ones(len(labels), np.int64))
 

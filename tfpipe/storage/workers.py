@@ -2,7 +2,9 @@
 
 Workers fork from a `forkserver` that imported TensorFlow, tfpipe and the domain once (a
 plain fork would copy this process's TensorFlow threads; spawn would import TensorFlow once
-per worker). Each worker uses one TensorFlow thread, so N workers use N cores. A worker asks
+per worker). Each worker computes with as many intra-op threads as this process does: how a
+kernel splits a sum over threads can change a float's last bit, and the shards must be the
+same bytes whichever writer (this process, N workers, Beam on this machine) made them. A worker asks
 the kernel to kill it when its parent (the forkserver) goes, and the forkserver exits when
 this process does, so a SIGKILLed or OOM-killed prepare leaves no worker behind; SIGTERM
 stops the workers at once as well.
@@ -53,8 +55,11 @@ def _run_pool(jobs: Sequence[ShardJob], num_workers: int, bar) -> tuple[list[dic
     done_queue = context.Queue()
     ready: list[float] = []
     manifests: dict[int, dict] = {}
+    import tensorflow as tf
+
+    threads = tf.config.threading.get_intra_op_parallelism_threads()  # 0: TensorFlow's default, as here
     pool = concurrent.futures.ProcessPoolExecutor(min(num_workers, len(jobs)), mp_context=context,
-                                                  initializer=_init_worker, initargs=(done_queue, inputs))
+                                                  initializer=_init_worker, initargs=(done_queue, inputs, threads))
     restore = _stop_on_sigterm()
     try:
         futures = {pool.submit(_pool_job, job): job for job in jobs}
@@ -117,8 +122,8 @@ def _drain(done_queue, bar, ready: list) -> None:
         pass
 
 
-def _init_worker(done_queue, inputs) -> None:
-    """Worker start-up: die with the parent, one TF thread, featurizer warmed up."""
+def _init_worker(done_queue, inputs, intra_op_threads: int = 0) -> None:
+    """Worker start-up: die with the parent, the parent's intra-op threads, featurizer warmed up."""
     global _report
     _report = done_queue.put
     _die_with_parent()
@@ -128,7 +133,9 @@ def _init_worker(done_queue, inputs) -> None:
     # teardown. Safe here: every shard is closed and fsynced, and multiprocessing has already
     # flushed this worker's queues when the interpreter starts to exit.
     atexit.register(os._exit, 0)
-    tf.config.threading.set_intra_op_parallelism_threads(1)
+    # The same intra-op threads as the parent: the same float bits (see the module doc). One inter-op
+    # thread: ops run one after another, which changes no result and keeps N workers' threads down.
+    tf.config.threading.set_intra_op_parallelism_threads(intra_op_threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     if inputs is not None:
         inputs.offline().warm_up()

@@ -1,9 +1,12 @@
 """write_shards: any domain's files, or your own examples, into a clean, verified shard folder.
 
-  1. find the inputs; a rerun of the same command on a complete folder returns at once;
+  1. prepare the inputs (tfpipe.storage.prepare); a rerun of the same command on a complete
+     folder returns at once;
   2. check every input up front (domain files: header check, or a trial decode) and name
      every bad one with its reason before anything is written;
-  3. plan (pure, seeded), invalidate the old index, remove shards of an earlier plan;
+  3. plan (pure, seeded); a complete folder of other settings needs overwrite=True; take the
+     index from its readers (refused while another process reads the folder), invalidate it,
+     remove shards of an earlier plan;
   4. write each shard atomically (tfpipe.storage.shard_job) in this process, in worker
      processes (tfpipe.storage.workers), or with Apache Beam (tfpipe.storage.beam);
   5. write tfpipe.json last and remove the work subfolder.
@@ -20,14 +23,13 @@ import numpy as np
 
 from tfpipe.errors import DataError
 from tfpipe.storage import index as index_lib
-from tfpipe.storage.codec import RecordCodec, check_all
 from tfpipe.storage.folder import OutputFolder
 from tfpipe.storage.formats import default_format, get_format
 from tfpipe.storage.plan import default_num_shards, default_workers, plan_shards
-from tfpipe.storage.shard_job import PATH_KEY, DomainInputs, ShardJob, file_identity, input_key, reject_reason
+from tfpipe.storage.prepare import Prepared, prepare_examples, prepare_files, user_examples
+from tfpipe.storage.shard_job import ShardJob, input_key
 
 RUNNERS = ("local", "beam")
-_MAX_LISTED = 10  # bad inputs named in one error message
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,7 +68,8 @@ def write_shards(data: Any, out_dir: Any, num_shards: Optional[int] = None, num_
 
     Args:
       data: a folder / CSV / Source of a domain's files (audio .wav, images), or any iterable
-        of example dicts (numpy arrays of fixed shape and dtype, bytes, str, int, float, bool).
+        of example dicts (numpy arrays, bytes, str, int, float, bool; an array whose first
+        dimension varies from example to example is stored with None there in the schema).
       out_dir: shard folder to create or finish (a rerun keeps shards that are complete).
       num_shards: shard files; default min(16, examples), more when shards would exceed 256 MiB.
       num_workers: worker processes, each writing whole shards; 0 writes in this process;
@@ -83,14 +86,18 @@ def write_shards(data: Any, out_dir: Any, num_shards: Optional[int] = None, num_
       **kwargs: format ("tfrecord-block" default, "tfrecord-example" one example per record),
         label_key ("label"; your examples' label key, None for none), schema ({key: (dtype,
         shape)} instead of inferring it from the first example), runner ("local" or "beam"),
-        beam_options (Beam pipeline options, e.g. "--runner=FlinkRunner ..."), progress (bool).
+        beam_options (Beam pipeline options, e.g. "--runner=FlinkRunner ..."), progress (bool),
+        overwrite (replace a complete folder written with other settings; default False:
+        refused, naming the settings that differ).
 
     Returns:
       The index written to out_dir/tfpipe.json.
 
     Raises:
       ValueError: bad arguments. DataError: unreadable inputs (each named), a folder holding
-        another split, another writer on the same folder, a full disk.
+        another split, another writer on the same folder or a process reading it, a complete
+        folder of other settings without overwrite=True, an output that is not a writable
+        folder, a full disk.
     """
     return write_shards_with_stats(data, out_dir, num_shards, num_workers, features, store, split, seed,
                                    on_error, dtype, worker_index, num_hosts, **kwargs)[0]
@@ -102,65 +109,71 @@ def write_shards_with_stats(data: Any, out_dir: Any, num_shards: Optional[int] =
                             dtype: Optional[str] = None, worker_index: int = 0, num_hosts: int = 1, *,
                             format: Optional[str] = None, label_key: Optional[str] = "label",
                             schema: Optional[Mapping[str, Any]] = None, runner: str = "local",
-                            beam_options: Any = None, progress: bool = True) -> tuple[dict, WriteStats]:
+                            beam_options: Any = None, progress: bool = True,
+                            overwrite: bool = False) -> tuple[dict, WriteStats]:
     """`write_shards`, also returning WriteStats (for the CLI's summary)."""
     start = time.perf_counter()
     _check_args(num_shards, num_workers, on_error, dtype, worker_index, num_hosts, runner, format)
-    out_dir = os.path.abspath(os.fspath(out_dir))
-    examples = _user_examples(data)
+    out_dir = _output_folder(out_dir)
+    examples = user_examples(data)
     if examples is not None:
-        prepared = _prepare_examples(examples, label_key, schema, dtype)
+        prepared = prepare_examples(examples, label_key, schema, dtype)
     else:
-        prepared = _prepare_domain(data, out_dir, features, store, on_error, dtype or "float16")
-    codec, fmt = prepared["codec"], get_format(format or default_format(prepared["codec"]))
-    header = {"format": fmt.name, "split": split, "class_names": list(prepared["class_names"]),
+        prepared = prepare_files(data, out_dir, features, store, on_error, dtype or "float16")
+    codec, fmt = prepared.codec, get_format(format or default_format(prepared.codec))
+    header = {"format": fmt.name, "split": split, "class_names": list(prepared.class_names),
               "label_key": codec.label_key, "label_names": codec.label_names, "features": codec.to_json(),
-              "domain": prepared["domain"]}
+              "domain": prepared.domain}
     settings = {**header, "on_error": on_error, "num_shards": num_shards, "seed": seed}
     chosen = {}
 
     with OutputFolder(out_dir, split) as folder:
         existing = _existing_index(out_dir)
         folder.check_split(existing)
-        run_key = input_key(settings, prepared["identity"])
+        run_key = input_key(settings, prepared.identity)
         if existing is not None and existing.get("key") == run_key and _shards_intact(out_dir, existing):
             elapsed = time.perf_counter() - start  # the same command on a complete folder: nothing to do
             return existing, WriteStats(elapsed, elapsed, 0.0, 0, len(existing["shards"]), len(existing["shards"]),
                                         complete=True)
-        if prepared["inputs"] is not None:
-            prepared.update(_check_inputs(prepared["source"], prepared["names"], prepared["offline"]))
-        _fail_on_rejected(prepared, on_error)
-        labels = prepared["labels"]
-        n = len(labels) + len(prepared["rejected"])
+        if existing is not None and not overwrite:
+            _refuse_other_settings(out_dir, existing, {**header, "plan": {"num_shards": num_shards, "seed": seed}})
+        prepared = prepared.checked()
+        prepared.fail_on_rejected(on_error)
+        labels = prepared.labels
         if num_shards is None:
             num_shards = default_num_shards(len(labels), codec.example_bytes)
             chosen["num_shards"] = f"{num_shards} (default: min(16, examples), more above 256 MiB a shard)"
         plan = plan_shards(labels, num_shards, seed=seed, split=split)
         if num_workers is None:
-            num_workers = default_workers(len(labels), num_shards) if prepared["inputs"] else 0
+            num_workers = default_workers(len(labels), num_shards) if prepared.files else 0
             chosen["num_workers"] = f"{num_workers} (default: by corpus size, {len(labels):,} examples)"
+        plan_header = {**header, "plan": {"num_shards": num_shards, "seed": seed}}
+        folder.claim_index()  # refused while another process reads the folder
         folder.invalidate_index()  # before the first shard is replaced: never an old index over new shards
         folder.remove_strays(spec.file for spec in plan)
-        jobs = [_job(spec, prepared, folder, fmt, codec, settings) for spec in plan]
-        if runner == "beam":
-            from tfpipe.storage.beam import run_beam
-
-            ready = time.perf_counter()
-            manifests = run_beam(jobs, beam_options)
-        else:
-            from tfpipe.storage.workers import run_jobs
-
-            manifests, ready = run_jobs(jobs, num_workers if prepared["inputs"] else 0, progress)
+        jobs = [_job(spec, prepared, folder, fmt, settings) for spec in plan]
+        manifests, ready = _run(jobs, runner, beam_options, num_workers if prepared.files else 0, progress)
         done = time.perf_counter()
-        rejected = prepared["rejected"] + [r for m in manifests for r in m["rejected"]]
-        index = index_lib.make_index({**header, "plan": {"num_shards": num_shards, "seed": seed},
-                                      "key": run_key}, manifests, rejected)
-        index_lib.check_counts(index, n)
+        rejected = prepared.rejected + [r for m in manifests for r in m["rejected"]]
+        index = index_lib.make_index({**plan_header, "key": run_key}, manifests, rejected)
+        index_lib.check_counts(index, prepared.found)
         folder.finish(index)
     resumed = sum(m["resumed"] for m in manifests)
     processed = sum(len(j.spec.examples) for j, m in zip(jobs, manifests) if not m["resumed"])
     return index, WriteStats(time.perf_counter() - start, ready - start, done - ready, processed, resumed,
                              len(jobs), num_workers if runner == "local" else 0, chosen=chosen)
+
+
+def _run(jobs, runner: str, beam_options: Any, num_workers: int, progress: bool) -> tuple[list[dict], float]:
+    """Every shard job, by Beam or on this machine: the manifests, and when the first worker was ready."""
+    if runner == "beam":
+        from tfpipe.storage.beam import run_beam
+
+        ready = time.perf_counter()  # Beam starts its own workers: no ready signal to wait for
+        return run_beam(jobs, beam_options), ready
+    from tfpipe.storage.workers import run_jobs
+
+    return run_jobs(jobs, num_workers, progress)
 
 
 def _check_args(num_shards, num_workers, on_error, dtype, worker_index, num_hosts, runner, format) -> None:
@@ -183,139 +196,74 @@ def _check_args(num_shards, num_workers, on_error, dtype, worker_index, num_host
         raise ValueError(f"num_workers={num_workers}: must be >= 0 (0 = write in this process)")
 
 
-# --- inputs -----------------------------------------------------------------------------------
-
-def _user_examples(data: Any) -> Optional[list]:
-    """The examples as a list when `data` is an iterable of dicts; None for a domain's files."""
-    if isinstance(data, (str, bytes, os.PathLike)) or hasattr(data, "chain_input"):
-        return None
-    if isinstance(data, tuple) and len(data) == 2 and not isinstance(data[0], Mapping):
-        return None  # (paths, labels)
-    items = data if isinstance(data, list) else list(data)
-    if items and isinstance(items[0], Mapping):
-        return items
-    if not items:
-        raise ValueError("write_shards got no examples (an empty iterable)")
-    return None if isinstance(items[0], (str, os.PathLike)) else items
-
-
-def _prepare_examples(examples: list, label_key: Optional[str], schema: Optional[Mapping[str, Any]],
-                      dtype: Optional[str]) -> dict:
-    """Your examples: schema inferred (or given) and checked on every example; labels and class names."""
-    if schema is not None:
-        fields = {k: (v if hasattr(v, "dtype") and hasattr(v, "shape") and not isinstance(v, tuple)
-                      else _field(k, v)) for k, v in schema.items()}
-        codec = RecordCodec(fields, label_key)
-    else:
-        codec = RecordCodec.infer(examples[0], label_key)
-    check_all(codec, examples)
-    raw = [e[label_key] for e in examples] if label_key else [0] * len(examples)
-    if all(isinstance(v, (int,)) or (hasattr(v, "dtype") and getattr(v, "dtype").kind in "iu") for v in raw):
-        ids = [int(v) for v in raw]
-        if min(ids) < 0:
-            raise DataError(f"example {ids.index(min(ids))}: label {min(ids)}: label ids must be >= 0")
-        names = tuple(str(i) for i in range(max(ids) + 1))
-    else:
-        text = [v.decode() if isinstance(v, bytes) else str(v) for v in raw]
-        names = tuple(sorted(set(text)))
-        ids = [names.index(t) for t in text]
-    stored = codec.with_storage_dtype(dtype)
-    identity = input_key(None, [stored.encode([e], [l], [names[l]]).hex() for e, l in zip(examples, ids)])
-    return {"codec": stored, "labels": ids, "class_names": names, "domain": None, "rejected": [],
-            "examples": examples, "inputs": None, "identity": identity, "bad": []}
+def _output_folder(out_dir: Any) -> str:
+    """The output folder as an absolute path, or a DataError naming what is in the way and the fix."""
+    out_dir = os.path.abspath(os.fspath(out_dir))
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise DataError(f"{out_dir}: exists and is not a folder; pass a folder (new or a shard folder) as --output")
+    parent = out_dir
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise DataError(f"{out_dir}: {parent} is a file, not a folder; pass an --output whose parents are folders")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise DataError(f"{out_dir}: cannot write in {parent} (permission denied); pick an --output in a folder "
+                        f"you can write to, or fix its permissions")
+    return out_dir
 
 
-def _field(key: str, value: Any):
-    from tfpipe.storage.codec import Field
+def _refuse_other_settings(out_dir: str, existing: dict, header: dict) -> None:
+    """DataError when a complete folder was written with other settings (overwrite=True replaces it).
 
-    try:
-        dtype, shape = value
-        return Field(np.dtype(dtype).name if dtype not in ("bytes", "str") else dtype, tuple(shape))
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"schema[{key!r}]={value!r}: expected (dtype, shape), e.g. ('float32', (64,)) ({e})") from None
-
-
-def _prepare_domain(data: Any, out_dir: str, features: Any, store: Optional[str], on_error: str,
-                    dtype: str) -> dict:
-    """A domain's files: found, checked up front (every bad one named), identity for resume."""
-    from tfpipe.core.source import find, folder, get_domain
-
-    source = find(data)
-    if getattr(source, "index", None) is not None or not getattr(source, "domain", ""):
-        what = "already a shard folder" if getattr(source, "index", None) is not None else "no built-in domain"
-        raise ValueError(f"{source.root}: {what}; write_shards needs a domain's files (a folder with one "
-                         f"subfolder per class, or a CSV) or an iterable of example dicts")
-    base = os.path.abspath(folder(source.root)) if source.root else ""
-    if base and out_dir == base:
-        raise ValueError(f"{out_dir}: the output folder is the input folder; its tfpipe.json would turn the "
-                         f"input folder into a shard folder. Pick another --output")
-    domain = get_domain(source.domain)
-    config = domain.config(features)
-    store = store or domain.stores()[0]
-    if store not in domain.stores():
-        raise ValueError(f"store={store!r}: the {domain.name} domain stores {', '.join(map(repr, domain.stores()))}")
-    offline = domain.offline(config, store)
-    prefix = os.path.join(base, "") if base else ""
-    names = [p[len(prefix):] if prefix and p.startswith(prefix) else p for p in source.paths]
-    declared = {k: {"dtype": d, "shape": list(s)} for k, (d, s) in offline.schema.fields.items()}
-    codec = RecordCodec.from_json({**declared, PATH_KEY: {"dtype": "bytes", "shape": []}}).with_storage_dtype(dtype)
-    identity = [(name, label, *file_identity(p)) for name, label, p in zip(names, source.labels, source.paths)]
-    return {"codec": codec, "source": source, "names": names, "offline": offline,
-            "class_names": source.class_names, "identity": identity,
-            "inputs": DomainInputs(domain.name, config, store, on_error),
-            "domain": {"name": domain.name, "store": store, "config": dataclasses.asdict(config),
-                       "features": declared}}
+    Other inputs with the same settings (files added, changed) only update the folder.
+    """
+    differ = settings_differ(existing, header)
+    if differ:
+        raise DataError(f"{out_dir}: a complete shard folder written with other settings ({'; '.join(differ)}); "
+                        f"replacing it would discard it: pass --overwrite (overwrite=True) to replace it, or "
+                        f"write to another --output")
 
 
-def _check_inputs(source, names: Sequence[str], offline) -> dict:
-    """Every input checked once, up front: header check (offline.check) or a trial load."""
-    check = getattr(offline, "check", None) or offline.load
-    seen: dict = {}
-    good, bad = [], []
-    for i, (path, name) in enumerate(zip(source.paths, names)):
-        real = os.path.realpath(path)
-        if real in seen:
-            bad.append((i, f"{path}: listed twice (also as {names[seen[real]]}); remove one of the entries"))
-            continue
-        seen[real] = i
-        try:
-            check(path)
-            good.append(i)
-        except DataError as e:
-            bad.append((i, str(e)))
-        except OSError as e:  # a broken or looping link, a file that vanished
-            bad.append((i, f"{path}: unreadable ({e.strerror or e})"))
-    rejected = [{"path": names[i], "reason": reject_reason(why, source.paths[i])} for i, why in bad]
-    return {"good": good, "bad": bad, "rejected": rejected, "labels": [source.labels[i] for i in good]}
+def settings_differ(old: dict, new: dict) -> list[str]:
+    """'name: old -> new' for each setting that differs between two index headers.
+
+    Inputs are not settings (files added or changed only update the folder), nor is a default
+    num_shards (None: whatever the inputs give), nor what the old index does not record.
+    """
+    def flat(index: dict) -> dict:
+        domain = index.get("domain") or {}
+        out = {"format": index.get("format"), "label_key": index.get("label_key"),
+               "num_shards": (index.get("plan") or {}).get("num_shards"), "seed": (index.get("plan") or {}).get("seed")}
+        out.update({f"features.{k}": " ".join(map(str, (v.get("dtype"), v.get("shape"))))
+                    for k, v in (index.get("features") or {}).items()})
+        out.update({"domain": domain.get("name"), "store": domain.get("store")})
+        out.update({k: v for k, v in (domain.get("config") or {}).items()})
+        return out
+
+    before, after = flat(old), flat(new)
+    known = [k for k in sorted(set(before) | set(after))
+             if (before.get(k) is not None and after.get(k) is not None) or k.startswith("features.")]
+    return [f"{k}: {before.get(k)} -> {after.get(k)}" for k in known if before.get(k) != after.get(k)]
 
 
-def _fail_on_rejected(prepared: dict, on_error: str) -> None:
-    """on_error='fail': DataError listing every bad input with its reason, before anything is written."""
-    bad = prepared.get("bad") or []
-    if bad and on_error == "fail":
-        listed = "\n  ".join(why for _, why in bad[:_MAX_LISTED])
-        more = f"\n  ... and {len(bad) - _MAX_LISTED} more" if len(bad) > _MAX_LISTED else ""
-        total = len(prepared["labels"]) + len(bad)
-        raise DataError(f"{len(bad)} of {total} input files cannot be used; nothing was written:\n  {listed}{more}\n"
-                        f"Fix or remove them, or rerun with --on_error=skip (on_error='skip') to write the "
-                        f"others and list these in tfpipe.json's rejected")
-
-
-def _job(spec, prepared: dict, folder: OutputFolder, fmt, codec: RecordCodec, settings: dict) -> ShardJob:
-    block = fmt.block_size(codec, len(spec.examples))
+def _job(spec, prepared: Prepared, folder: OutputFolder, fmt, settings: dict) -> ShardJob:
+    codec = prepared.codec
+    examples = tuple(prepared.examples[i] for i in spec.examples) if prepared.files is None else ()
+    # Where values vary in length, blocks are sized by the shard's mean example (your examples), or
+    # by the first chunk the job featurizes (a domain's files: block_size 0).
+    mean = int(np.mean([codec.bytes_of(e) for e in examples])) if examples and codec.variable else 0
+    block = 0 if codec.variable and prepared.files else fmt.block_size(codec, len(spec.examples), mean)
     common = dict(spec=spec, out_dir=folder.root, work_dir=folder.work, format=fmt.name, block_size=block,
-                  schema=codec.to_json(), label_key=codec.label_key, class_names=tuple(prepared["class_names"]))
-    if prepared["inputs"] is None:  # your examples: positions are theirs
-        examples = prepared["examples"]
-        return ShardJob(**common, key=input_key(settings, spec.file, prepared["identity"]),
-                        examples=tuple(examples[i] for i in spec.examples),
-                        labels=tuple(prepared["labels"][i] for i in spec.examples))
-    source, good = prepared["source"], prepared["good"]
-    positions = [good[i] for i in spec.examples]  # the plan counts checked inputs only
-    return ShardJob(**common, key=input_key(settings, spec.file, [prepared["identity"][p] for p in positions]),
-                    paths=tuple(source.paths[p] for p in positions),
-                    names=tuple(prepared["names"][p] for p in positions),
-                    labels=tuple(source.labels[p] for p in positions), inputs=prepared["inputs"])
+                  schema=codec.to_json(), label_key=codec.label_key, class_names=tuple(prepared.class_names))
+    if prepared.files is None:  # your examples: positions are theirs
+        return ShardJob(**common, key=input_key(settings, spec.file, prepared.identity), examples=examples,
+                        labels=tuple(prepared.labels[i] for i in spec.examples))
+    files = prepared.files
+    positions = [files.good[i] for i in spec.examples]  # the plan counts checked inputs only
+    return ShardJob(**common, key=input_key(settings, spec.file, [prepared.identity[p] for p in positions]),
+                    paths=tuple(files.source.paths[p] for p in positions),
+                    names=tuple(files.names[p] for p in positions),
+                    labels=tuple(files.source.labels[p] for p in positions), inputs=files.inputs)
 
 
 def _existing_index(out_dir: str) -> Optional[dict]:

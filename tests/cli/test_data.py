@@ -1,0 +1,137 @@
+"""`tfpipe prepare` and `tfpipe inspect` as a user runs them (real subprocesses): summaries, refusals, errors."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import tfpipe
+from tfpipe import compat
+
+from tests.storage.test_writer import read_only
+from tests.support import make_corpus
+
+FEAT = tfpipe.AudioConfig(clip_seconds=0.25)
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "tfpipe.cli", *args], capture_output=True, text=True, timeout=120)
+
+
+def _one_line_error(run, prog="tfpipe prepare"):
+    """Exit 1 and one line 'PROG: error: ...', no traceback."""
+    assert run.returncode == 1, (run.returncode, run.stdout[-1000:], run.stderr[-2000:])
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    lines = [line for line in run.stderr.splitlines() if line.strip() and not line.startswith(prog + ":  ")]
+    assert lines[-1].startswith(f"{prog}: error: "), run.stderr[-2000:]
+    return lines[-1]
+
+
+def test_prepare_says_what_it_chose_recognizes_a_rerun_and_replaces_other_settings_only_with_overwrite(tmp_path):
+    corpus = make_corpus(tmp_path / "corpus")
+    out = str(tmp_path / "s")
+    first = _cli("prepare", "--input", corpus, "--output", out, "--clip_seconds", "0.25")
+    assert first.returncode == 0, first.stderr
+    # Small data: the defaults fit it, and the summary says what was chosen.
+    assert "num shards: 12 (default: min(16, examples)" in first.stdout
+    assert "num workers: 0 (default: by corpus size, 12 examples)" in first.stdout
+    again = _cli("prepare", "--input", corpus, "--output", out, "--clip_seconds", "0.25")
+    assert again.returncode == 0 and "already complete for this command" in again.stdout
+    assert "tfpipe prepare:" not in again.stderr  # no progress bar filling up for nothing
+    other = _cli("prepare", "--input", corpus, "--output", out, "--clip_seconds", "0.25", "--n_mels", "32")
+    line = _one_line_error(other)
+    assert re.search(r"s: a complete shard folder written with other settings \(.*n_mels: 64 -> 32.*\); replacing "
+                     r"it would discard it: pass --overwrite", line), line
+    replaced = _cli("prepare", "--input", corpus, "--output", out, "--clip_seconds", "0.25", "--n_mels", "32",
+                    "--overwrite")
+    assert replaced.returncode == 0, replaced.stderr
+    assert json.load(open(os.path.join(out, "tfpipe.json")))["domain"]["config"]["n_mels"] == 32
+
+
+def test_conversions_are_counted_in_the_summary_index_and_inspect(tmp_path):
+    corpus = make_corpus(tmp_path / "corpus", per_class=2, seconds=0.5)  # longer than clip_seconds: cropped
+    out = str(tmp_path / "s")
+    done = _cli("prepare", "--input", corpus, "--output", out, "--clip_seconds", "0.25", "--num_shards", "2")
+    assert done.returncode == 0, done.stderr
+    assert "converted: 6 cropped" in done.stdout
+    assert json.load(open(os.path.join(out, "tfpipe.json")))["notes"] == {"cropped": 6}
+    assert re.search(r"converted +6 cropped", _cli("inspect", out).stdout)
+
+
+def test_prepare_then_inspect_verify_names_a_corrupted_shard(corpus, tmp_path):
+    out = str(tmp_path / "shards")
+    done = _cli("prepare", "--input", corpus, "--output", out, "--num_shards", "3", "--workers", "0",
+                "--clip_seconds", "0.25")
+    assert done.returncode == 0, done.stderr
+    assert "found 12 = written 12 + rejected 0" in done.stdout and "examples/s" in done.stdout
+    victim = os.path.join(out, json.loads(open(os.path.join(out, "tfpipe.json")).read())["shards"][1]["file"])
+    with open(victim, "r+b") as f:  # flip one byte in the middle: same size, bad CRC
+        f.seek(f.seek(0, os.SEEK_END) // 2)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    plain = _cli("inspect", out)
+    assert plain.returncode == 0, plain.stderr  # sizes still match: only --verify reads the bytes
+    for line in ("a             4", "train-00000-of-00003.tfrecord", "format        tfrecord-block (version 2)",
+                 "log_mel float16 [26, 64], path bytes []", "audio, stores log_mel (read as log_mel float32 [26, 64])",
+                 "converted     none"):
+        assert line in plain.stdout
+    verified = _cli("inspect", out, "--verify")
+    line = _one_line_error(verified, "tfpipe inspect")
+    assert "train-00001-of-00003.tfrecord: sha256 differs" in line and "train-00000-of-00003.tfrecord" not in line
+
+
+def test_inspect_verify_names_an_edited_index_and_a_shard_it_cannot_read(tmp_path):
+    corpus = make_corpus(tmp_path / "corpus", per_class=2)
+    out = tmp_path / "s"
+    tfpipe.write_shards(corpus, out, num_shards=2, num_workers=0, features=FEAT, progress=False)
+    path = out / "tfpipe.json"
+    index = json.loads(path.read_text())
+    index["class_names"].reverse()
+    path.write_text(json.dumps(index))
+    assert "reordered" in _one_line_error(_cli("inspect", str(out), "--verify"), "tfpipe inspect")
+    victim = out / index["shards"][0]["file"]
+    if os.geteuid() == 0:  # root reads a chmod 000 file: a looping link cannot be opened by anyone
+        os.remove(victim)
+        os.symlink(victim.name, victim)
+    else:
+        os.chmod(victim, 0)
+    for args in (["inspect", str(out), "--verify"], ["inspect", str(out)]):
+        line = _one_line_error(_cli(*args), "tfpipe inspect")
+        assert str(victim) in line and re.search(r"missing|cannot be read", line), line
+
+
+def test_output_that_is_a_file_or_in_a_read_only_folder_is_one_line_naming_it(tmp_path):
+    corpus = make_corpus(tmp_path / "corpus", per_class=1)
+    (tmp_path / "file").write_text("x")
+    line = _one_line_error(_cli("prepare", "--input", corpus, "--output", str(tmp_path / "file")))
+    assert f"{tmp_path}/file: exists and is not a folder" in line
+    with read_only(tmp_path / "ro") as ro:
+        line = _one_line_error(_cli("prepare", "--input", corpus, "--output", os.path.join(ro, "s")))
+    assert f"cannot write in {ro} (permission denied)" in line
+
+
+def test_a_file_name_that_is_not_utf8_is_prepared_and_named_when_bad(tmp_path):
+    corpus = make_corpus(tmp_path / "corpus", per_class=1)
+    folder = os.path.join(os.fsencode(corpus), b"a")
+    os.rename(os.path.join(folder, b"a000.wav"), os.path.join(folder, b"\xe9.wav"))
+    done = _cli("prepare", "--input", corpus, "--output", str(tmp_path / "s"), "--clip_seconds", "0.25")
+    assert done.returncode == 0 and "found 3 = written 3 + rejected 0" in done.stdout, done.stderr
+    open(os.path.join(os.fsencode(corpus), b"b", b"\xfe.wav"), "wb").close()
+    bad = _cli("prepare", "--input", corpus, "--output", str(tmp_path / "t"), "--clip_seconds", "0.25")
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr and "b/\\xfe.wav: empty file" in bad.stderr, bad.stderr
+    skipped = _cli("prepare", "--input", corpus, "--output", str(tmp_path / "t"), "--clip_seconds", "0.25",
+                   "--on_error=skip")
+    assert skipped.returncode == 0 and "found 4 = written 3 + rejected 1" in skipped.stdout, skipped.stderr
+
+
+def test_hand_run_multi_host_mode_is_retired_with_the_beam_replacement_named(corpus, tmp_path):
+    with pytest.raises(ValueError, match=r"multi-host mode is retired.*runner='beam'"):
+        tfpipe.write_shards(corpus, tmp_path / "multi", num_shards=4, worker_index=1, num_hosts=2, features=FEAT)
+    with pytest.raises(tfpipe.DataError, match=r"retired.*--runner=beam"):
+        compat.merge_index(str(tmp_path / "multi"))
+    line = _one_line_error(_cli("prepare", "--input", corpus, "--output", str(tmp_path / "m"), "--num_hosts", "2"))
+    assert "--runner=beam" in line
