@@ -159,8 +159,6 @@ class InputWaitHook(tf.compat.v1.train.SessionRunHook):
             if not self._fetches["ready"]:
                 self._report("InputWaitHook: this train step reads its batch from no tf.data iterator or queue "
                              "(a feed_dict? a py_func?); it cannot see input wait and reports 0")
-            if self._global_step is not None:
-                self._fetches["step"] = self._global_step
         return tf.compat.v1.train.SessionRunArgs(self._fetches)
 
     def after_run(self, run_context, run_values):
@@ -177,7 +175,9 @@ class InputWaitHook(tf.compat.v1.train.SessionRunHook):
         self._unwritten += step
         self._window += step
         if self._every and self._window.steps >= self._every:
-            self._report(wait.progress_line(f"step {int(values.get('step', self._seen))}", self._window))
+            # Read after the step (a read inside it may precede the increment); once per line.
+            step = run_context.session.run(self._global_step) if self._global_step is not None else self._seen
+            self._report(wait.progress_line(f"step {int(step)}", self._window))
             self._window = WaitStats()
 
     def end(self, session):
