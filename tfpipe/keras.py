@@ -47,6 +47,9 @@ def split_datasets(data: Any, validation_split: float = 0.2, pipeline: Optional[
       ValueError: a source with no files to split, too few files to hold any out, or a
         validation_split outside (0, 1).
     """
+    if not 0.0 < validation_split < 1.0:
+        raise ValueError(f"split_datasets(validation_split={validation_split!r}): must be between 0 and 1, the share "
+                         f"of files held out for validation (e.g. 0.2)")
     source = find(data)
     if not hasattr(source, "split"):
         raise ValueError(f"split_datasets: {getattr(source, 'root', data)!r} is a {source.kind} source, which "
