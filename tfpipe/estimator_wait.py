@@ -68,14 +68,33 @@ class _Probes:
                     done[op] = tf.timestamp(name="step_done")
         return cls(start, ready, done)
 
-    def fetches_for(self, caller_fetches: Any) -> dict:
+    def select(self, caller_fetches: Any) -> "_StepFetch":
         """The probes of what a step fetching `caller_fetches` runs anyway."""
-        fetched = {getattr(f, "op", f) for f in tf.nest.flatten(caller_fetches) if isinstance(f, (tf.Tensor, tf.Operation))}
+        graph_elements = (tf.Tensor, tf.Operation)
+        fetched = {getattr(f, "op", f) for f in tf.nest.flatten(caller_fetches) if isinstance(f, graph_elements)}
         runs = _ancestors(fetched)
         ready = [pair for op, pair in self.ready.items() if op in runs]
-        return {"start": self.start, "ready": [stamp for stamp, _ in ready],
-                "rows": [rows for _, rows in ready if rows is not None],
-                "done": [stamp for op, stamp in self.done.items() if op in fetched]}
+        rows = [r for _, r in ready if r is not None]
+        done = [stamp for op, stamp in self.done.items() if op in fetched]
+        return _StepFetch([self.start] + [stamp for stamp, _ in ready] + rows + done, len(ready), len(rows))
+
+
+@dataclasses.dataclass(frozen=True)
+class _StepFetch:
+    """What the hook fetches each step, as one flat list (the cheapest for session.run to map):
+    [step start, batch ready (per input op)..., batch rows..., train op done...]."""
+
+    tensors: list
+    num_ready: int
+    num_rows: int
+
+    def step(self, values: list, started: float, now: float) -> WaitStats:
+        """The step these values measured; `now` ends it when no train op was found."""
+        start, rest = values[0], values[1:]
+        ready, rows, done = rest[:self.num_ready], rest[self.num_ready:self.num_ready + self.num_rows], \
+            rest[self.num_ready + self.num_rows:]
+        return wait.step_stats(sum(rows), started=started, ready=max(ready, default=start), requested=start,
+                               done=max(done, default=now))
 
 
 def _rows(op: tf.Operation) -> Optional[tf.Tensor]:
@@ -149,28 +168,25 @@ class InputWaitHook(tf.compat.v1.train.SessionRunHook):
         with tf.name_scope(_SCOPE):
             summary = tf.compat.v1.py_func(self._summary, [], tf.string, stateful=True, name="summary")
         tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.SUMMARIES, summary)  # the Estimator's saver writes it
-        self._fetches = None
+        self._fetch: Optional[_StepFetch] = None
         self._seen = 0
         self._previous_end: Optional[float] = None
 
     def before_run(self, run_context):
-        if self._fetches is None:
-            self._fetches = self._probes.fetches_for(run_context.original_args.fetches)
-            if not self._fetches["ready"]:
+        if self._fetch is None:
+            self._fetch = self._probes.select(run_context.original_args.fetches)
+            if not self._fetch.num_ready:
                 self._report("InputWaitHook: this train step reads its batch from no tf.data iterator or queue "
                              "(a feed_dict? a py_func?); it cannot see input wait and reports 0")
-        return tf.compat.v1.train.SessionRunArgs(self._fetches)
+        return tf.compat.v1.train.SessionRunArgs(self._fetch.tensors)
 
     def after_run(self, run_context, run_values):
         now = time.time()
-        values = run_values.results
         previous, self._previous_end = self._previous_end, now
         self._seen += 1
         if self._seen <= self._warmup or previous is None:
             return
-        start = values["start"]
-        step = wait.step_stats(sum(values["rows"]), started=previous, ready=max(values["ready"], default=start),
-                               requested=start, done=max(values["done"], default=now))
+        step = self._fetch.step(run_values.results, previous, now)
         self.stats += step
         self._unwritten += step
         self._window += step
