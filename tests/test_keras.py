@@ -97,7 +97,7 @@ def test_the_wait_share_matches_what_caching_the_input_saves():
 
 
 _MIRRORED = r"""
-import os, json
+import os, sys, json
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import numpy as np, tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
@@ -112,13 +112,16 @@ with tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope():
 callback = InputWaitCallback()
 model.fit(ds, epochs=2, verbose=0, callbacks=[callback])
 print(json.dumps([s.__dict__ for s in callback.epochs]))
+print(any(m.startswith("tensorflow_estimator") for m in sys.modules))  # Keras users never load it
 """
 
 
-def test_under_mirrored_strategy_each_replicas_share_of_the_batch_counts():
+def test_under_mirrored_strategy_each_replicas_share_of_the_batch_counts_and_tf_estimator_never_loads():
     out = subprocess.run([sys.executable, "-c", _MIRRORED], capture_output=True, text=True, timeout=240)
     assert out.returncode == 0, out.stderr[-3000:]
-    epochs = json.loads(out.stdout.strip().splitlines()[-1])
+    *_, stats, estimator_loaded = out.stdout.strip().splitlines()
+    epochs = json.loads(stats)
+    assert estimator_loaded == "False"
     assert [e["steps"] for e in epochs] == [4, 6]  # 6 batches an epoch, 2 a call; the first call traces
     assert [e["examples"] for e in epochs] == [32, 48]  # 4 + 4 examples per step on the two replicas
     assert all(e["step_seconds"] > 0 for e in epochs)
