@@ -108,6 +108,8 @@ def test_own_model_fn_on_make_input_fn_and_iterators_the_step_does_not_use_stay_
 
 
 def test_a_step_fed_without_an_iterator_is_named():
+    with pytest.raises(ValueError, match=r"every_n_steps=-1, warmup_steps=10\): both must be >= 0"):
+        InputWaitHook(every_n_steps=-1)
     lines = []
     with tf.Graph().as_default():
         x = tf.compat.v1.placeholder(tf.float32, [None, 4])

@@ -76,6 +76,24 @@ def test_fit_reports_every_epoch_and_gets_its_train_function_back(tmp_path, step
     assert all(rate > 0 for _, rate in scalars["tfpipe/examples_per_sec"])
 
 
+def test_a_fit_that_failed_midway_leaves_nothing_in_the_way_of_the_next():
+    model = _model()
+
+    def fail_third(x):
+        fail_third.calls += 1
+        if fail_third.calls == 3:
+            raise ValueError("a bad batch")
+        return x
+    fail_third.calls = 0
+    bad = _dataset().map(lambda x, y: (tf.ensure_shape(tf.numpy_function(fail_third, [x], tf.float32), [BATCH, 4]), y))
+    with pytest.raises(Exception, match="a bad batch"):
+        model.fit(bad, epochs=1, verbose=0, callbacks=[InputWaitCallback()])
+    callback = InputWaitCallback()
+    model.fit(_dataset(), epochs=2, verbose=0, callbacks=[callback])
+    assert [s.steps for s in callback.epochs] == [4, 5]  # measured (the first call traces the timed function)
+    assert model.train_function is model.train_tf_function
+
+
 def _per_step_seconds(model, data, steps):
     """(callback, median wall seconds per step measured apart from it) after `steps` steps of fit."""
     times = []

@@ -97,18 +97,19 @@ class InputWaitCallback(tf.keras.callbacks.Callback):
         self.epochs: list[WaitStats] = []
         self._writer = None
         self._timed: Optional[_TimedTrainFunction] = None
-        self._original: Any = None
 
     def on_train_begin(self, logs=None):
         model = self.model
-        self._original = model.train_function
+        if isinstance(model.train_function, _TimedTrainFunction):  # left by a fit that raised
+            model.train_function = model.train_function.original
         body = _train_function_body(model)
         if body is None:
             self._timed = None
             self._report("InputWaitCallback: this model's train function cannot be timed (a ParameterServerStrategy "
                          "coordinator or a custom make_train_function); input wait is not measured")
             return
-        self._timed = _TimedTrainFunction(body, model.distribute_strategy, compiled=not model.run_eagerly)
+        self._timed = _TimedTrainFunction(body, model.distribute_strategy, model.train_function,
+                                          compiled=not model.run_eagerly)
         model.train_function = self._timed
         if self.log_dir and self._writer is None:
             self._writer = tf.summary.create_file_writer(self.log_dir)
@@ -132,7 +133,7 @@ class InputWaitCallback(tf.keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         if self._timed:
-            self.model.train_function = self._original
+            self.model.train_function = self._timed.original
             self._timed = None
             self._report(wait.summary_line(self.stats))
 
@@ -152,7 +153,8 @@ def _train_function_body(model: tf.keras.Model) -> Optional[Callable]:
 class _TimedTrainFunction:
     """Keras's train function over an iterator whose get_next is timed in the graph."""
 
-    def __init__(self, body: Callable, strategy: tf.distribute.Strategy, compiled: bool):
+    def __init__(self, body: Callable, strategy: tf.distribute.Strategy, original: Callable, compiled: bool):
+        self.original = original  # what model.train_function was
         # Keras's loop over steps_per_execution needs AutoGraph, which a tf.function applies only
         # to the function it wraps, not to Keras code that one calls.
         self._body = tf.autograph.to_graph(body) if compiled else body
