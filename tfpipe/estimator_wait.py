@@ -20,10 +20,11 @@ What it sees: any input_fn returning a tf.data.Dataset (tfpipe's or your own), a
 dataset's tensors, queues; under MirroredStrategy the latest replica's batch (the step
 waits for it). What it cannot see: preprocessing your input_fn or model_fn runs in the
 graph *after* the batch is delivered (it counts as compute, which it is: it runs in
-the step), input that comes through a feed_dict or a `py_func`, and a train op that is
-a tensor fed by other ops' results (then the step ends when the hook's own after_run
-starts). On a GPU the wait is host-side: the step could not start its model before
-the batch was there.
+the step), input that comes through a feed_dict, work in the step that needs no input
+(it runs while the step waits, and counts as wait), and the end of a train op that other
+ops consume (then the step ends when the hook's after_run starts, which adds the earlier
+hooks' after_run to it). On a GPU the wait is host-side: the step could not launch its
+model before the batch was there.
 """
 
 from __future__ import annotations
@@ -90,9 +91,8 @@ class _StepFetch:
 
     def step(self, values: list, started: float, now: float) -> WaitStats:
         """The step these values measured; `now` ends it when no train op was found."""
-        start, rest = values[0], values[1:]
-        ready, rows, done = rest[:self.num_ready], rest[self.num_ready:self.num_ready + self.num_rows], \
-            rest[self.num_ready + self.num_rows:]
+        start, rows_at, done_at = values[0], 1 + self.num_ready, 1 + self.num_ready + self.num_rows
+        ready, rows, done = values[1:rows_at], values[rows_at:done_at], values[done_at:]
         return wait.step_stats(sum(rows), started=started, ready=max(ready, default=start), requested=start,
                                done=max(done, default=now))
 
@@ -192,8 +192,8 @@ class InputWaitHook(tf.compat.v1.train.SessionRunHook):
         self._window += step
         if self._every and self._window.steps >= self._every:
             # Read after the step (a read inside it may precede the increment); once per line.
-            step = run_context.session.run(self._global_step) if self._global_step is not None else self._seen
-            self._report(wait.progress_line(f"step {int(step)}", self._window))
+            global_step = run_context.session.run(self._global_step) if self._global_step is not None else self._seen
+            self._report(wait.progress_line(f"step {int(global_step)}", self._window))
             self._window = WaitStats()
 
     def end(self, session):
