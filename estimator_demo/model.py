@@ -64,8 +64,7 @@ def model_fn(features: dict, labels: Optional[tf.Tensor], mode: str, params: dic
         optional "learning_rate" (default 2e-3) and "filters" (conv widths).
 
     Returns:
-      tf.estimator.EstimatorSpec: TRAIN with Adam and the step-timing tensors for
-      hooks.InputWaitHook; EVAL with accuracy (loss is added by the Estimator);
+      tf.estimator.EstimatorSpec: TRAIN with Adam; EVAL with accuracy (loss is added by the Estimator);
       PREDICT with class ids, class names and probabilities, exported as the
       serving signature.
     """
@@ -109,5 +108,4 @@ def model_fn(features: dict, labels: Optional[tf.Tensor], mode: str, params: dic
     optimizer = tf.compat.v1.train.AdamOptimizer(params.get("learning_rate", 2e-3))
     train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_or_create_global_step(),
                                   var_list=cnn.trainable_variables)
-    hooks.publish_step_timing(features, labels, train_op, loss)
     return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)

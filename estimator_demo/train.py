@@ -40,6 +40,7 @@ from tfpipe.config import PipelineConfig  # noqa: E402
 from tfpipe.core.source import domain_of  # noqa: E402
 from tfpipe.domains.image import ImageConfig  # noqa: E402
 from tfpipe.errors import DataError  # noqa: E402
+from tfpipe.wait import WaitStats  # noqa: E402
 from tfpipe.core.source import FileSource, find  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -133,13 +134,13 @@ class TrainResult:
     Attributes:
       metrics: the final evaluation's metrics (accuracy, loss, global_step).
       export_dir: the SavedModel directory.
-      speed: InputWaitHook's measurements (examples/s, input-wait share).
+      speed: tfpipe.estimator.InputWaitHook's measurements (examples/s, input-wait share).
       evals: (step, accuracy) of every evaluation during the run.
     """
 
     metrics: dict
     export_dir: str
-    speed: hooks.InputWaitStats
+    speed: WaitStats
     evals: tuple[tuple[int, float], ...]
 
 
@@ -166,8 +167,8 @@ def train_and_evaluate(data: DemoData, pipeline: PipelineConfig, features: Any, 
     params = {"class_names": data.class_names, "features": features, "learning_rate": learning_rate}
     estimator = tf.estimator.Estimator(model.model_fn, config=run_config(model_dir, train_steps, evals,
                                                                           pipeline.seed, pipeline), params=params)
-    speed = hooks.InputWaitHook(warmup_steps=min(10, train_steps // 10),
-                                every_n_steps=max(1, math.ceil(train_steps / 6)))
+    speed = tfpipe.estimator.InputWaitHook(every_n_steps=max(1, math.ceil(train_steps / 6)),
+                                           warmup_steps=min(10, train_steps // 10), report=print)
     eval_report = hooks.EvalReportHook()
     train_spec = tf.estimator.TrainSpec(tfpipe.make_input_fn(data.train, "train", pipeline, features),
                                         max_steps=train_steps, hooks=[speed])

@@ -1,4 +1,4 @@
-"""Estimator glue: make_input_fn for train/evaluate, serving_input_receiver_fn for export.
+"""Estimator glue: make_input_fn for train/evaluate, serving_input_receiver_fn for export, InputWaitHook.
 
 Nothing here imports tf.estimator until a receiver is built, so Keras users never load it.
 """
@@ -15,6 +15,7 @@ from tfpipe.config import PipelineConfig
 from tfpipe.core import ledger
 from tfpipe.core.chain import build, check_args
 from tfpipe.core.source import Data, find, get_domain
+from tfpipe.estimator_wait import InputWaitHook  # noqa: F401  (public here: tfpipe.estimator.InputWaitHook)
 
 _LOG = logging.getLogger("tfpipe")
 

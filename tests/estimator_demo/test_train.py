@@ -1,4 +1,4 @@
-"""estimator_demo: model_fn in every mode, the input-wait hook, data preparation, serving input,
+"""estimator_demo: model_fn in every mode, data preparation, serving input,
 and a real `python -m estimator_demo` run (train_and_evaluate, export, reload, predict)."""
 
 import json
@@ -6,7 +6,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -86,8 +85,6 @@ def test_model_fn_train_mode_learns_and_computes_log_mel_from_waveforms():
     x, y = _two_band_batch(32)
     with tf.Graph().as_default():
         spec = model.model_fn({"log_mel": tf.constant(x)}, tf.constant(y), TRAIN, _params())
-        for key in (hooks.STEP_START, hooks.INPUT_READY, hooks.STEP_DONE, hooks.BATCH_SIZE, hooks.LOSS):
-            assert len(tf.compat.v1.get_collection(key)) == 1, key
         with tf.compat.v1.Session() as sess:
             sess.run(tf.compat.v1.global_variables_initializer())
             losses = [sess.run([spec.train_op, spec.loss])[1] for _ in range(40)]
@@ -99,44 +96,6 @@ def test_model_fn_train_mode_learns_and_computes_log_mel_from_waveforms():
     with tf.Graph().as_default():
         spec = model.model_fn({"waveform": tf.constant(waves)}, None, PREDICT, _params())
         assert spec.predictions["probabilities"].shape.as_list() == [3, 2]
-
-
-def _run_steps(make_dataset, steps):
-    """Trains `steps` steps on make_dataset() in a MonitoredSession with InputWaitHook; returns its stats."""
-    with tf.Graph().as_default():
-        features, labels = tf.compat.v1.data.make_one_shot_iterator(make_dataset()).get_next()
-        spec = model.model_fn({"log_mel": features}, labels, TRAIN, _params())
-        hook = hooks.InputWaitHook(warmup_steps=2, every_n_steps=0)
-        with tf.compat.v1.train.MonitoredSession(hooks=[hook]) as sess:
-            for _ in range(steps):
-                sess.run(spec.train_op)
-    return hook.stats
-
-
-def test_input_wait_hook_sees_a_slow_input_pipeline():
-    x, y = _two_band_batch(8)
-
-    def fast():
-        return tf.data.Dataset.from_tensors((x, y)).repeat()
-
-    def slow_read(features, labels):
-        time.sleep(0.05)  # a 50 ms read in the step's critical path
-        return features, labels
-
-    def slow():
-        ds = fast().map(lambda f, l: tf.numpy_function(slow_read, [f, l], (tf.float32, tf.int64),
-                                                       stateful=True))
-        ds = ds.map(lambda f, l: (tf.ensure_shape(f, x.shape), tf.ensure_shape(l, y.shape)))
-        options = tf.data.Options()
-        options.experimental_optimization.inject_prefetch = False  # keep the read inside the step
-        return ds.with_options(options)
-
-    fast_stats, slow_stats = _run_steps(fast, 12), _run_steps(slow, 12)
-    assert fast_stats.steps == slow_stats.steps == 10  # 12 minus 2 warm-up
-    assert fast_stats.examples == 80
-    assert slow_stats.wait_seconds >= 10 * 0.045
-    assert slow_stats.input_wait_share > 0.5 > fast_stats.input_wait_share
-    assert slow_stats.examples_per_second < fast_stats.examples_per_second
 
 
 def test_serving_receiver_applies_the_pipeline_feature_code():
@@ -213,6 +172,10 @@ def test_demo_entry_point_trains_exports_reloads_and_predicts(tmp_path):
     assert re.findall(r"eval at step +(\d+)", out) == ["15", "30"]
     assert re.search(r"held-out accuracy  \d\.\d{3}  \(loss \d+\.\d+, step 30\)", out)
     assert re.search(r"training speed     \d+ examples/s, input wait \d+\.\d% of step time", out)
+    # the library's InputWaitHook: after 3 warm-up steps a line every sixth of the run, the verdict at the end
+    assert re.findall(r"^step (\d+): [\d,]+ examples/s, input wait", out, re.M) == ["8", "13", "18", "23", "28"]
+    assert re.search(r"^input wait over \d+ steps, [\d,]+ examples/s: (partly input-bound|input-bound|compute-bound)",
+                     out, re.M)
     assert not (run_dir / "export" / "stale").exists()  # a new run starts over
 
     index = json.load(open(run_dir / "shards" / "train" / "tfpipe.json"))
