@@ -93,3 +93,22 @@ def test_an_image_snapshot_is_reused_by_the_next_build(tmp_path):
         assert sum(len(l) for _, l in tfpipe.build_dataset(data, "eval", pipe, tfpipe.ImageConfig(32, 32))) > 0
     finished = [d for d, _, files in os.walk(snap) if "snapshot.metadata" in files]
     assert len(finished) == 1, finished  # one snapshot, written once and read back
+
+
+def test_a_snapshot_on_a_disk_too_small_is_refused_naming_the_folder(tmp_path):
+    import subprocess
+
+    import pytest
+
+    data = make_corpus(tmp_path / "corpus", per_class=4)  # 12 clips of 8 KB: more than the 64 KB disk
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)], capture_output=True).returncode:
+        pytest.skip("mounting a small tmpfs needs root")
+    try:
+        pipe = tfpipe.PipelineConfig.optimized(batch_size=2, cache=f"snapshot:{small / 'snap'}")
+        with pytest.raises(tfpipe.DataError, match=r"small/snap: not enough free space for the snapshot: [\d.]+ KiB "
+                                                   r"free, one pass of the files needs about [\d.]+ KiB"):
+            tfpipe.build_dataset(data, "eval", pipe)
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
