@@ -48,12 +48,15 @@ def stage_advice(report: Any, data: Optional[str], variants: Sequence[Any] = ())
     text = next((_STAGE_ADVICE[s] for s in reversed(stages) if s in _STAGE_ADVICE),
                 f"{report.limiting} limits it: --ops times each op of the chain")
     out = [text.format(data=data or "DATA")]
-    for v in variants:
-        share = v.share_of_ideal
-        parallel = (v.config.get("pipeline") or {}).get("parallel_map")  # a sequential chain is far below anyway
-        if share is not None and share < _BELOW_LIMIT and v.kind == "pipeline" and parallel:
-            out.append(f"{v.key} reaches {share:.0%} of the limit: the rest goes to work outside the stages "
-                       f"(tf.data's per-example steps, which run on one thread each); --ops names the op")
+    below = {v.key: v.share_of_ideal for v in variants
+             if v.share_of_ideal is not None and v.share_of_ideal < _BELOW_LIMIT and v.kind == "pipeline"
+             and (v.config.get("pipeline") or {}).get("parallel_map")}  # a sequential chain is far below anyway
+    if below:
+        low, high = min(below.values()), max(below.values())
+        share = f"{low:.0%}" if f"{low:.0%}" == f"{high:.0%}" else f"{low:.0%}-{high:.0%}"
+        out.append(f"{', '.join(below)} reach{'es' * (len(below) == 1)} {share} of the limit: the rest goes to "
+                   f"work outside the stages (tf.data's per-example steps, which run on one thread each); "
+                   f"--ops names the op")
     return out
 
 
@@ -62,7 +65,8 @@ def ops_advice(report: Any, measured: Optional[float]) -> list[str]:
     i = report.limiting
     op, capacity, label = report.ops[i], report.capacities[i], report.label(i)
     beats = measured is not None and measured > capacity * 1.05
-    reached = f"the chain made {measured:,.0f}/s, above the {capacity:,.0f}/s {label} allows on one thread" \
+    threads = f"{op.parallelism} threads" if op.parallel else "one thread"
+    reached = f"the chain made {measured:,.0f}/s, above the {capacity:,.0f}/s {label} allows on {threads}" \
         if beats else ""
     if not op.parallel and "Map" in op.op and "map_parallelization" in report.rewrites:
         return [f"{label} is sequential as written, but tf.data's map_parallelization rewrite is on in this "
@@ -72,8 +76,8 @@ def ops_advice(report: Any, measured: Optional[float]) -> list[str]:
                   "options.experimental_optimization.map_parallelization = False to time it as written"]
     if beats:
         rewrites = ", ".join(report.rewrites) or "none of them on here"
-        return [f"{reached}: tf.data's default rewrites ({rewrites}) or an op's own threads ran it faster "
-                f"than timed alone"]
+        return [f"{reached}: its one-thread timing ran slower than the chain did (a busy machine), or tf.data's "
+                f"rewrites ({rewrites}) or the op's own threads did its work faster than timed alone"]
     if op.parallel:
         return [f"{label} already runs on {op.parallelism} threads: fewer ms per example in it (or more cores) "
                 f"is what helps"]

@@ -108,11 +108,14 @@ def _finish(fig: Any, ax: Any, result: BenchResult, note: str = "") -> Any:
     size = f"{s['num_examples']} examples, " if s.get("num_examples") is not None else ""
     ax.set_title(f"tfpipe bench: {size}batch {s['batch_size']}{note},\n"
                  f"{_plural(s['repeats'], 'round')} x {_turn(s)}", fontsize=10)
-    fig.tight_layout()
     cautions = result.caveats
-    if cautions:  # said under the chart too: a chart travels without its table
-        width = int(fig.get_figwidth() * 18)  # characters of 7-point text across
-        lines = [line for c in cautions[:3] for line in textwrap.wrap(f"caution: {c}", width)]
-        fig.text(0.01, 0.005, "\n".join(lines), ha="left", va="bottom", fontsize=7, color="#a00000")
-        fig.subplots_adjust(bottom=fig.subplotpars.bottom + 0.022 * len(lines))
+    lines = [line for c in cautions for line in textwrap.wrap(f"caution: {c}", int(fig.get_figwidth() * 18))]
+    if not lines:
+        fig.tight_layout()
+        return fig
+    # Said under the chart too (a chart travels without its table), on a figure grown to hold them.
+    text_inches = 0.13 * len(lines) + 0.1  # 7-point lines
+    fig.set_figheight(fig.get_figheight() + text_inches)
+    fig.text(0.01, 0.005, "\n".join(lines), ha="left", va="bottom", fontsize=7, color="#a00000")
+    fig.tight_layout(rect=(0, text_inches / fig.get_figheight(), 1, 1))
     return fig

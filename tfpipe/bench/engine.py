@@ -52,6 +52,7 @@ from tfpipe.bench.variants import Inputs, Variant
 from tfpipe.config import config_field, validate
 from tfpipe.core import source as sources
 from tfpipe.errors import DataError
+from tfpipe.storage.source import ShardSource
 
 MAX_EPOCH_BATCHES = 50  # cap on the default turn of one epoch, so a big corpus still finishes in minutes
 USER_TURN_BATCHES = 10  # the turn of a user dataset whose epoch cannot be told from its chain
@@ -216,7 +217,7 @@ def _inputs(data: Any, shards: Any) -> Inputs:
     """The run's data and shard folder, found once; the domain is the data's, else the shard folder's."""
     source = sources.find(data) if data is not None else None
     shard_source = sources.find(shards) if shards is not None else None
-    if shard_source is not None and shard_source.kind != "shards":
+    if shard_source is not None and not isinstance(shard_source, ShardSource):
         raise ValueError(f"--shards {shards}: not a shard folder (no {sources.INDEX_NAME}); "
                          f"write one with `tfpipe prepare`")
     domain = bench_domains.of_source(source) if source is not None else None
