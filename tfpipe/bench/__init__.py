@@ -27,5 +27,5 @@ from tfpipe.bench.specs import (ABLATION_CONFIG_FIELDS, BASES, DEFAULT_VARIANTS,
 from tfpipe.bench.user_fns import (FunctionSpecError, UserFunctionError, call_input_fn, fn_spec,  # noqa: F401
                                    load_fn)
 from tfpipe.bench.variants import (DatasetFnVariant, Inputs, InputFnVariant, PipelineVariant,  # noqa: F401
-                                   RecipeVariant, ShardsVariant, Variant)
+                                   RecipeVariant, ShardsVariant, UserVariant, Variant)
 from tfpipe.bench.worker import VariantError  # noqa: F401

@@ -13,7 +13,7 @@ import os
 import platform
 import sys
 import time
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Sequence
 
 from tfpipe.bench import worker as bench_worker
 from tfpipe.bench.report import StageReport, Turn

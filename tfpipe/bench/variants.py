@@ -5,7 +5,7 @@ dataset in its worker process, its configuration for the JSON and why a changed 
 cannot matter for it. The kinds: tfpipe's chain over --data (`PipelineVariant`), over the
 --shards folder (`ShardsVariant`), a domain's reference recipe (`RecipeVariant`: keras,
 tf-models), a user's dataset_fn handed the variant's PipelineConfig (`DatasetFnVariant`)
-and a user's plain Estimator input_fn (`InputFnVariant`). Specs are parsed in `specs`.
+and a user's plain Estimator input_fn (`InputFnVariant`), both `UserVariant`s. Specs are parsed in `specs`.
 
 Nothing here imports TensorFlow at module level: the parent parses and checks, the workers build.
 """
@@ -226,16 +226,25 @@ class RecipeVariant(Variant):
 
 
 @dataclasses.dataclass(frozen=True)
-class DatasetFnVariant(Variant):
-    """A user's `dataset_fn(pipeline, mode)`, handed the variant's PipelineConfig.
+class UserVariant(Variant):
+    """A user's own function builds the dataset: it reads what it likes, and its chain tells its epoch.
 
     Attributes:
       fn: "MODULE:FUNCTION" or "FILE.py:FUNCTION".
     """
 
     fn: str = ""
-    KIND: ClassVar[str] = "dataset_fn"
     own_epoch: ClassVar[bool] = True
+
+    def reads(self, inputs: Inputs) -> None:
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetFnVariant(UserVariant):
+    """A user's `dataset_fn(pipeline, mode)`, handed the variant's PipelineConfig."""
+
+    KIND: ClassVar[str] = "dataset_fn"
 
     @classmethod
     def check_fields(cls, spec: str, own: Collection[str], values: Collection[str], config_class: type) -> None:
@@ -249,9 +258,6 @@ class DatasetFnVariant(Variant):
     def config(self) -> dict[str, Any]:
         return {"pipeline": dataclasses.asdict(self.pipeline), "features": None, "dataset_fn": self.fn}
 
-    def reads(self, inputs: Inputs) -> None:
-        return None
-
     def dataset(self, data: Optional[str], shards: Optional[str]) -> Any:
         from tfpipe.bench import user_fns
         from tfpipe.core.chain import chain_options
@@ -262,23 +268,14 @@ class DatasetFnVariant(Variant):
 
 
 @dataclasses.dataclass(frozen=True)
-class InputFnVariant(Variant):
-    """A user's plain Estimator input_fn, given params={"batch_size": pipeline.batch_size}.
+class InputFnVariant(UserVariant):
+    """A user's plain Estimator input_fn, given params={"batch_size": pipeline.batch_size}."""
 
-    Attributes:
-      fn: "MODULE:FUNCTION" or "FILE.py:FUNCTION".
-    """
-
-    fn: str = ""
     KIND: ClassVar[str] = "input_fn"
-    own_epoch: ClassVar[bool] = True
 
     def config(self) -> dict[str, Any]:
         return {"pipeline": None, "features": None, "input_fn": self.fn,
                 "params": {"batch_size": self.pipeline.batch_size}}
-
-    def reads(self, inputs: Inputs) -> None:
-        return None
 
     def dataset(self, data: Optional[str], shards: Optional[str]) -> Any:
         from tfpipe.bench import user_fns
