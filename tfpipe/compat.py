@@ -32,7 +32,8 @@ MOVED_NAMES: dict[str, dict[str, str]] = {
         "find_examples": "tfpipe.core.source:find",
         "merge_index": "tfpipe.compat:merge_index",
     },
-    "tfpipe.bench_report": {"plot_bench": "tfpipe.bench.chart:plot_bench"},
+    "tfpipe.bench_report": {"plot_bench": "tfpipe.bench.chart:plot_bench",
+                            "PrepareResult": "tfpipe.bench.prepare:PrepareResult"},
     "tfpipe.pipeline": {
         **{n: f"tfpipe.core.chain:{n}" for n in ("AUTOTUNE", "EVAL", "PREDICT", "TRAIN", "build_dataset",
                                                  "normalize_mode")},

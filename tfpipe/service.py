@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from tfpipe import service_watch
 from tfpipe.config import PipelineConfig
+from tfpipe.core.graph import walk
 from tfpipe.core.plugins import register_distributor
 from tfpipe.errors import DataError
 
@@ -91,38 +92,18 @@ def distribute(ds: tf.data.Dataset, pipeline: PipelineConfig) -> tf.data.Dataset
 
 def _check_runnable_remotely(ds: tf.data.Dataset, pipeline: PipelineConfig) -> None:
     """Raise ValueError for chains that would fail or lose data on the service."""
-    chain = _chain(ds)
-    if pipeline.data_service_job and any(type(d).__name__ == "_ShardDataset" for d in chain):
+    nodes = walk(ds, branches=True)
+    if pipeline.data_service_job and any(n.op == "ShardDataset" for n in nodes):
         # Measured: consumers sharing a job but holding different file shards silently lose examples.
         raise ValueError(f"data_service_job={pipeline.data_service_job!r} with per-worker file sharding "
                          f"(an InputContext with several input pipelines): a shared job splits the files "
                          f"itself; drop --data_service_job or build without the input_context")
-    if any(op in _PYTHON_OPS for d in chain for op in _function_ops(d)):
+    if any(op in _PYTHON_OPS for n in nodes for op in n.function_ops):
         # Measured: a worker process fails with "Could not find callback with key=pyfunc_0".
         raise ValueError(f"the chain runs Python (tf.numpy_function, e.g. AudioConfig.backend='librosa'), "
                          f"which tf.data service workers cannot run (the function lives in this process): "
                          f"use --backend=tf with --data_service={pipeline.data_service}, or read locally "
                          f"(--data_service='')")
-
-
-def _chain(ds: tf.data.Dataset) -> list[tf.data.Dataset]:
-    """The dataset and all its inputs, read from the Python objects (works in graph mode too)."""
-    seen, todo = [], [ds]
-    while todo:
-        d = todo.pop()
-        seen.append(d)
-        todo.extend(d._inputs())  # pylint: disable=protected-access
-    return seen
-
-
-def _function_ops(ds: tf.data.Dataset) -> set[str]:
-    """Op types in the dataset's own function (map, filter, ...) and the functions it calls."""
-    wrapper = getattr(ds, "_map_func", None) or getattr(ds, "_predicate", None)
-    if wrapper is None:
-        return set()
-    graph_def = wrapper.function.graph.as_graph_def()
-    return ({n.op for n in graph_def.node}
-            | {n.op for f in graph_def.library.function for n in f.node_def})
 
 
 # --- reaching a dispatcher ---------------------------------------------------------------------

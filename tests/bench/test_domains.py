@@ -1,24 +1,27 @@
-"""tfpipe bench on image folders: the domain decides the config, the stages and the Keras recipe.
+"""bench/domains.py: the data's domain decides the config, the stages and the recipes (images here);
+a shard folder's stored config is where variants start.
 
-Tiny synthetic image corpora (24 small JPEG/PNG files) in temp dirs; real worker processes.
+Tiny image corpora (synthetic JPEG/PNG, or a few JPEGs) in temp dirs; real worker processes.
 No speed is asserted: the machine running the tests is shared.
 """
 
 import json
 import multiprocessing
 import os
-import subprocess
-import sys
 
 import pytest
 
+from tests.bench.conftest import FEAT
+from tests.bench.support import PNG_MAGIC
+from tests.support import encode, pattern, write
 from tfpipe import bench
-from tfpipe.config import TOGGLES
+from tfpipe.bench import domains
+from tfpipe.bench.variants import Inputs
+from tfpipe.core.source import find, get_domain
 from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.domains.image import ImageConfig, synthetic
 from tfpipe.errors import DataError
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 IMAGE_STAGES = ("list", "read", "decode", "scale", "batch")  # the image domain's stages, list and batch added
 SMALL = {"batch_size": 4, "height": 32, "width": 32}
 
@@ -28,6 +31,26 @@ def images(tmp_path_factory):
     """8 classes x 3 synthetic images, 32-72 pixels a side, JPEG and PNG."""
     root = tmp_path_factory.mktemp("bench_images") / "images"
     return synthetic.write_corpus(root, per_class=3, size=(32, 72), progress=False).root
+
+
+@pytest.fixture(scope="module")
+def jpegs(tmp_path_factory):
+    """2 classes x 4 photos-like JPEGs of 60-95 x 80 pixels (the tf-models recipe reads JPEG only)."""
+    root = tmp_path_factory.mktemp("bench_jpegs") / "jpegs"
+    for i in range(8):
+        write(root / f"c{i % 2}" / f"p{i}.jpg", encode(pattern(60 + 5 * i, 80, seed=i), "JPEG", quality=90))
+    return str(root)
+
+
+def test_a_shard_folders_stored_config_is_the_base_and_flags_edit_it(tiny, tiny_shards):
+    audio = get_domain("audio")
+    stored = domains.base_features(Inputs(tiny_shards, find(tiny_shards), domain=audio), None, {"n_mels": 32})
+    assert (stored.clip_seconds, stored.n_mels) == (0.25, 32)  # from the index, then the override
+    beside = Inputs(tiny, find(tiny), tiny_shards, find(tiny_shards), audio)  # wavs compared with their shards
+    assert domains.base_features(beside, None, {}).clip_seconds == 0.25
+    assert domains.base_features(beside, AudioConfig(), {}).clip_seconds == 1.0  # given features win
+    assert domains.base_features(Inputs(tiny, find(tiny), domain=audio), None, {}) == AudioConfig()
+    assert domains.base_features(Inputs(), FEAT, {}) == FEAT  # only user functions: any config as given
 
 
 def test_image_specs_edit_image_config_fields():
@@ -43,10 +66,6 @@ def test_image_specs_edit_image_config_fields():
         bench.parse_variant("optimized:dtype=float16", ImageConfig())
     with pytest.raises(ValueError, match=r"keras takes only batch_size, seed and ImageConfig fields, not prefetch"):
         bench.parse_variant("keras:prefetch=false", ImageConfig())
-    # Ablation: every toggle, and no backend to flip (ImageConfig has none).
-    chosen = bench.ablation_variants(ImageConfig())
-    assert len(chosen) == 2 * (len(TOGGLES) + 1)
-    assert all(type(v.features) is ImageConfig and set(v.changed) <= set(TOGGLES) for v in chosen)
 
 
 def test_image_data_refuses_another_domains_fields_before_starting_workers(images, tmp_path):
@@ -55,7 +74,7 @@ def test_image_data_refuses_another_domains_fields_before_starting_workers(image
         bench.run(images, ["optimized"], overrides={"n_mels": 40}, progress=False)
     with pytest.raises(ValueError, match=r"features=AudioConfig\(\.\.\.\) but the data is image .*ImageConfig"):
         bench.run(images, ["optimized"], features=AudioConfig(), progress=False)
-    manifest = tmp_path / "images.csv"
+    manifest = tmp_path / "images.csv"  # a CSV of the same images: no class folders for a recipe
     paths = sorted(os.path.join(d, f) for d, _, fs in os.walk(images) for f in fs if f.endswith((".jpg", ".png")))
     manifest.write_text("path,label\n" + "".join(f"{p},{os.path.basename(os.path.dirname(p))}\n" for p in paths))
     with pytest.raises(ValueError, match=r"the keras variant reads a folder with one subfolder per class"):
@@ -72,30 +91,33 @@ def test_bad_image_fails_up_front_naming_the_variant(tmp_path):
     assert multiprocessing.active_children() == []
 
 
-def test_bench_times_naive_optimized_and_keras_on_an_image_folder(images, tmp_path):
-    result = bench.run(images, ["naive", "optimized", "keras"], batches=2, repeats=2, warmup=0, overrides=SMALL,
-                       stage_seconds=0.05, progress=False)
+def test_bench_times_naive_optimized_and_both_recipes_on_an_image_folder(jpegs, tmp_path):
+    result = bench.run(jpegs, ["naive", "optimized", "keras", "tf-models"], batches=2, repeats=2, warmup=0,
+                       overrides=SMALL, stage_seconds=0.05, progress=False)
     assert multiprocessing.active_children() == []
-    assert result.settings["domain"] == "image" and result.settings["num_examples"] == 24
+    assert result.settings["domain"] == "image" and result.settings["num_examples"] == 8
     assert [(v.name, v.kind) for v in result.variants] == [("naive", "pipeline"), ("optimized", "pipeline"),
-                                                           ("keras", "keras")]
+                                                           ("keras", "keras"), ("tf-models", "tf-models")]
     for v in result.variants:
         assert [(t.batches, t.examples) for t in v.turns] == [(2, 8), (2, 8)]
         assert v.config["features"] == {**v.config["features"], "height": 32, "width": 32, "dtype": "float32"}
-        # Every variant, Keras' included, yields the image domain's batches.
+        # Every variant, each recipe's included, yields the image domain's batches.
         assert v.batch_spec == "({'image': float32[4, 32, 32, 3]}, int64[4])", v.batch_spec
-    keras = result["keras"]
+    keras, tf_models = result["keras"], result["tf-models"]
     assert keras.note == "Keras recipe" and set(keras.config["pipeline"]) == {"recipe", "batch_size", "seed"}
-    # The stage report times the image domain's own stages, names the limit and gives the ideal.
+    assert tf_models.note == "tensorflow/models ResNet recipe"
+    assert tf_models.config["pipeline"]["recipe"].startswith("tfpipe.domains.image.recipes.tf_models_recipe(")
+    # The stage report times the image domain's own stages, names the limit (the decode limit, as a rule).
     (stage,) = result.stages
     assert (stage.label, stage.names, stage.batch_size) == ("image features", IMAGE_STAGES, 4)
     assert stage.limiting in IMAGE_STAGES and all(r > 0 for r in stage.rates)
-    assert stage.fused_rate > 0 and stage.vectorized_rate > 0  # scale is batchable: runs on whole batches
+    assert stage.fused_rate > 0 and stage.vectorized_rate > 0 and stage.batched == 1  # scale: on whole batches
     assert all(v.ideal == stage.ideal for v in result.variants)  # one config, one batch size
     text = result.table()
     assert "stages (image features, one thread" in text
+    assert f"limit = {stage.limiting} alone on one thread" in text
     rows = [line.split()[0] for line in text.splitlines() if line.startswith("  ") and line.split()
-            and line.split()[0] in IMAGE_STAGES]
+            and line.split()[0] in IMAGE_STAGES and "whole batches" not in line]
     assert rows == list(IMAGE_STAGES)
     assert "limits the pipeline" in next(line for line in text.splitlines() if line.split()[:1] == [stage.limiting])
     data = json.loads(result.to_json())
@@ -103,25 +125,3 @@ def test_bench_times_naive_optimized_and_keras_on_an_image_folder(images, tmp_pa
     assert data["stages"][0]["features"]["height"] == 32
     result.plot(str(tmp_path / "images.png"))
     assert (tmp_path / "images.png").read_bytes()[:8] == PNG_MAGIC
-
-
-def test_cli_image_fields_reach_each_variants_worker(images, tmp_path):
-    # --height/--width apply to every variant; optimized:dtype=uint8 only to its own; two configs, two stage reports.
-    out = tmp_path / "b.json"
-    tfpipe_script = os.path.join(os.path.dirname(sys.executable), "tfpipe")
-    done = subprocess.run([tfpipe_script, "bench", "--noprogress", "--data", images,
-                           "--variants", "optimized:dtype=uint8,keras", "--height", "32", "--width", "40",
-                           "--batch_size", "4", "--batches", "1", "--repeats", "1", "--warmup", "0",
-                           "--stage_seconds", "0.05", "--json", str(out)],
-                          capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stderr[-3000:]
-    data = json.loads(out.read_text())
-    uint8, keras = data["variants"]
-    assert uint8["batch_spec"] == "({'image': uint8[4, 32, 40, 3]}, int64[4])"
-    assert keras["batch_spec"] == "({'image': float32[4, 32, 40, 3]}, int64[4])"
-    assert (uint8["config"]["features"]["dtype"], keras["config"]["features"]["dtype"]) == ("uint8", "float32")
-    assert [s["label"] for s in data["stages"]] == ["dtype=uint8", "dtype=float32"]
-    assert "stages (dtype=uint8, one thread" in done.stdout and "Found" not in done.stdout  # Keras' print hidden
-    bad = subprocess.run([tfpipe_script, "bench", "--noprogress", "--data", images, "--n_mels", "40"],
-                         capture_output=True, text=True, timeout=240)
-    assert bad.returncode == 1 and "n_mels: not fields of ImageConfig" in bad.stderr

@@ -1,7 +1,12 @@
-"""The PNG chart of a bench run: one bar per variant, or bars grouped per variant by core count."""
+"""The PNG chart of a bench run: one bar per variant, or bars grouped per variant by core count.
+
+The limit of each measured feature config is a dashed line (for images, the decode limit);
+rows within the run's noise are dotted, and the run's caveats are printed under the chart.
+"""
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from tfpipe.bench.report import BenchResult, _plural, _turn
@@ -20,15 +25,17 @@ def _figure(width: float) -> tuple[Any, Any]:
 
 
 def plot_bench(result: BenchResult, path: str) -> None:
-    """Writes the chart: grouped by core count when the run had `--cores`, else one bar per variant."""
-    if result.settings.get("cores"):
-        _plot_cores(result, path)
-    else:
-        _plot_variants(result, path)
+    """Writes the chart (see `figure`) to `path` as a PNG."""
+    figure(result).savefig(path, dpi=120)
 
 
-def _plot_variants(result: BenchResult, path: str) -> None:
-    """Bar chart: median examples/s per variant, min-max whiskers, the ideal of each measured feature config as a line."""
+def figure(result: BenchResult) -> Any:
+    """The chart: grouped by core count when the run had `--cores`, else one bar per variant."""
+    return _plot_cores(result) if result.settings.get("cores") else _plot_variants(result)
+
+
+def _plot_variants(result: BenchResult) -> Any:
+    """Bar chart: median examples/s per variant, min-max whiskers, the limit of each measured feature config as a line."""
     from matplotlib.patches import Patch
 
     variants = result.variants
@@ -41,26 +48,30 @@ def _plot_variants(result: BenchResult, path: str) -> None:
               for v in variants]
     fig, ax = _figure(max(6.0, 0.45 * len(variants) + 2.5))
     bars = ax.bar(range(len(variants)), medians, yerr=whiskers, capsize=3, color=colors)
-    for bar, v in zip(bars, variants):
+    noisy = [result.within_noise(v) for v in variants]
+    for bar, v, noise in zip(bars, variants, noisy):
         if v.note.startswith("no-op"):
             bar.set_hatch("//")
+        elif noise:
+            bar.set_hatch("..")
     handles = [Patch(color="#444444", label="reference")]
     handles += [Patch(color=_PALETTE[i % len(_PALETTE)], label=f"compared to {g}")
                 for i, g in enumerate(groups)]
     handles += [Patch(facecolor="white", edgecolor="k", hatch="//", label="no-op here (see note)")] * any(
         v.note.startswith("no-op") for v in variants)
+    handles += [Patch(facecolor="white", edgecolor="k", hatch="..", label="within noise (see caution)")] * any(noisy)
     for i, rep in enumerate(result.stages):
         handles.append(ax.axhline(rep.ideal, linestyle="--", color="k" if i == 0 else "grey",
-                                  label=f"ideal, {rep.label}: {rep.ideal:,.0f}/s"))
+                                  label=f"{rep.limiting} limit, {rep.label}: {rep.ideal:,.0f}/s"))
     ax.legend(handles=handles, loc="upper right", fontsize=8)
     top = max([v.stats.max for v in variants] + [rep.ideal for rep in result.stages])
     ax.set_ylim(0, top * 1.2)  # room for the legend above the bars and the ideal line
     ax.set_xticks(range(len(variants)))
     ax.set_xticklabels([v.name for v in variants], rotation=60, ha="right", fontsize=8)
-    _finish(fig, ax, result, path)
+    return _finish(fig, ax, result)
 
 
-def _plot_cores(result: BenchResult, path: str) -> None:
+def _plot_cores(result: BenchResult) -> Any:
     """Grouped bars: per variant, one bar per core count, labelled with its speed-up over the first count."""
     counts = list(result.settings["cores"])
     names = list(dict.fromkeys(v.name for v in result.variants))
@@ -81,21 +92,30 @@ def _plot_cores(result: BenchResult, path: str) -> None:
             if v.ideal:
                 ax.hlines(v.ideal, bar.get_x(), bar.get_x() + bar.get_width(), colors="k", linestyles="--")
         top = max([top] + [v.stats.max for v in runs] + [v.ideal or 0 for v in runs])
-    ax.plot([], [], "k--", label="ideal for that many cores")
+    ax.plot([], [], "k--", label="limit for that many cores")
     ax.legend(loc="upper right", fontsize=8, title="pinned to", title_fontsize=8)
     ax.set_ylim(0, top * 1.25)
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels(names, rotation=60 if len(names) > 3 else 0, ha="right" if len(names) > 3 else "center",
                        fontsize=8)
-    _finish(fig, ax, result, path, " (labels: speed-up over the first count)")
+    return _finish(fig, ax, result, " (labels: speed-up over the first count)")
 
 
-def _finish(fig: Any, ax: Any, result: BenchResult, path: str, note: str = "") -> None:
-    """Axis label, title (two lines: fits 3 bars), layout, save."""
+def _finish(fig: Any, ax: Any, result: BenchResult, note: str = "") -> Any:
+    """Axis label, title (two lines: fits 3 bars), layout, the caveats under it; the figure."""
     ax.set_ylabel("examples/s (median of rounds; whiskers: min-max)")
     s = result.settings
     size = f"{s['num_examples']} examples, " if s.get("num_examples") is not None else ""
     ax.set_title(f"tfpipe bench: {size}batch {s['batch_size']}{note},\n"
                  f"{_plural(s['repeats'], 'round')} x {_turn(s)}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    cautions = result.caveats
+    lines = [line for c in cautions for line in textwrap.wrap(f"caution: {c}", int(fig.get_figwidth() * 18))]
+    if not lines:
+        fig.tight_layout()
+        return fig
+    # Said under the chart too (a chart travels without its table), on a figure grown to hold them.
+    text_inches = 0.13 * len(lines) + 0.1  # 7-point lines
+    fig.set_figheight(fig.get_figheight() + text_inches)
+    fig.text(0.01, 0.005, "\n".join(lines), ha="left", va="bottom", fontsize=7, color="#a00000")
+    fig.tight_layout(rect=(0, text_inches / fig.get_figheight(), 1, 1))
+    return fig

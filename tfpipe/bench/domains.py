@@ -2,37 +2,24 @@
 
 The bench names no domain: the data's source says which one it is, the domain's config
 class decides which fields variants and flags may set (and which configs' stages are
-measured), and the domain's package may hold a `keras` module whose
-`keras_recipe(data_dir, config, batch_size, seed, *, mode, epochs)` is the `keras` variant
-(tfpipe.domains.audio.keras, tfpipe.domains.image.keras).
+measured); its reference recipes are found by `recipes`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import importlib.util
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from tfpipe.config import PipelineConfig
 from tfpipe.domains.audio.config import AudioConfig
-from tfpipe.errors import DataError
 
 _PIPELINE_FIELDS = {f.name for f in dataclasses.fields(PipelineConfig)}
 
-RECIPE_MODULE = "keras"  # <domain package>.keras
-RECIPE_FN = "keras_recipe"
-
-
 def of_source(source: Any) -> Optional[Any]:
-    """The registered Domain of a source (its `domain` name, or the one its shard index records), or None."""
+    """The registered Domain of a source (a class folder's, or the one a shard folder was written by), or None."""
     from tfpipe.core.source import get_domain
 
     name = getattr(source, "domain", "") or ""
-    index = getattr(source, "index", None)
-    if not name and isinstance(index, dict):
-        recorded = index.get("domain") or ""
-        name = recorded.get("name", "") if isinstance(recorded, dict) else recorded
     return get_domain(name) if name else None
 
 
@@ -50,68 +37,40 @@ def of_config(config: Any) -> Any:
     raise ValueError(f"{type(config).__name__}: no registered domain has this config class")
 
 
-def recipe_module(domain: Any) -> str:
-    """'tfpipe.domains.image.keras' for the domain defined in tfpipe.domains.image.domain."""
-    package = type(domain).__module__.rpartition(".")[0]
-    return f"{package}.{RECIPE_MODULE}"
+def base_features(inputs: Any, features: Any, overrides: Optional[Mapping[str, Any]]) -> Any:
+    """The config every variant starts from, with the overrides' fields applied.
 
-
-def has_keras_recipe(domain: Any) -> bool:
-    """Whether the domain's package has a keras module (found without importing it)."""
-    try:
-        return importlib.util.find_spec(recipe_module(domain)) is not None
-    except ModuleNotFoundError:
-        return False
-
-
-def keras_recipe(domain: Any) -> Callable[..., Any]:
-    """The domain's `keras_recipe(data_dir, config, batch_size, seed, *, mode, epochs)`.
-
-    Raises:
-      ValueError: the domain has none.
-    """
-    if not has_keras_recipe(domain):
-        raise ValueError(f"the {domain.name} domain has no Keras recipe ({recipe_module(domain)}.{RECIPE_FN}); "
-                         f"the keras variant needs one")
-    return getattr(importlib.import_module(recipe_module(domain)), RECIPE_FN)
-
-
-def of_data(source: Any, shards: Any) -> Optional[Any]:
-    """The run's domain: the data source's, else the shard folder's (None: unknown, e.g. only user functions)."""
-    from tfpipe.core.source import find
-
-    if source is not None:
-        return of_source(source)
-    if shards is not None:
-        try:
-            return of_source(find(shards))
-        except (ValueError, DataError):
-            return None  # the engine says what is wrong with the folder
-    return None
-
-
-def base_features(domain: Any, features: Any, overrides: Optional[Mapping[str, Any]], data: Any) -> Any:
-    """The config every variant starts from: `features` (or the domain's default) with the overrides' fields.
+    `features` if given; else the config a shard folder of the run's domain was written with
+    (--data or --shards), so its stored settings (clip_seconds, n_mels, image size, ...) need
+    no flags; else the domain's default.
 
     Raises:
       ValueError: `features` or an override belongs to another domain's config, naming the right one.
     """
+    domain = inputs.domain
     if domain is None:
         base = features if features is not None else AudioConfig()
+    elif features is None and _stored(inputs) is not None:
+        base = _stored(inputs).config(None)
     else:
         base = domain.config(features)  # ValueError: another domain's config
     names = {f.name for f in dataclasses.fields(base)}
     stray = sorted(set(overrides or {}) - names - set(_PIPELINE_FIELDS))
     if stray and domain is not None:
         raise ValueError(f"{', '.join(stray)}: not fields of {type(base).__name__}, the features of the "
-                         f"{domain.name} data in {data} (nor of PipelineConfig); its fields are "
-                         f"{', '.join(sorted(names))}")
+                         f"{domain.name} data in {inputs.data or inputs.shards} (nor of PipelineConfig); its "
+                         f"fields are {', '.join(sorted(names))}")
     return dataclasses.replace(base, **{k: v for k, v in (overrides or {}).items() if k in names})
 
 
-def is_file_source(source: Any) -> bool:
-    """One example per file (a class folder, CSV, list), as opposed to a shard folder."""
-    return source is not None and getattr(source, "index", None) is None
+def _stored(inputs: Any) -> Optional[Any]:
+    """The run's shard folder written by its domain (--data first, then --shards), or None."""
+    from tfpipe.storage.source import ShardSource
+
+    for source in (inputs.source, inputs.shard_source):
+        if isinstance(source, ShardSource) and of_source(source) is inputs.domain:
+            return source
+    return None
 
 
 def stage_configs(domain: Any, readers: Sequence[Any], limit: int) -> list[tuple[str, Any, int]]:

@@ -17,8 +17,9 @@ How a run is kept fair:
   * A turn is whole epochs by default, so chains whose work comes in a burst once per
     epoch (the naive whole-set shuffle refilling) get whole bursts, repeated until the
     turn lasts `turn_seconds`: a shard reader makes an epoch of 2,000 examples in ~20 ms,
-    too short to time anything but waking up. For a user's own dataset, its worker reports the epoch of the built chain (the last finite op, e.g. the batches
-    before the seed's final repeat), or USER_TURN_BATCHES where it cannot tell.
+    too short to time anything but waking up. For a user's own dataset, its worker reports
+    the epoch of the built chain (the last finite op, e.g. the batches before the seed's
+    final repeat), or USER_TURN_BATCHES where it cannot tell.
   * With `cores`, every variant runs once per core count, each process pinned to that
     many cores (sched_setaffinity, before TensorFlow sizes its thread pools), and takes
     its turns like any other variant: the speed-up to the first count is a ratio within
@@ -28,82 +29,110 @@ How a run is kept fair:
     The stages are those of the data's domain (its source's `chain_input`): wav files
     read -> decode -> features, images read -> decode -> scale, ..., measured once per
     distinct feature config among the variants that read the data (at most two).
-The worker side lives in `tfpipe.bench.worker`, the results and their table and JSON
-in `tfpipe.bench.report`, the chart in `tfpipe.bench.chart`, per-op rates in
-`tfpipe.bench.ops`, the variant specs in `tfpipe.bench.variants`.
+  * A run too small to trust says so (`caveats`), with the data it would need.
+The workers are driven by `session`, the variants are `variants` (parsed by `specs`), the
+results and their table and JSON are `report`, the chart `chart`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import platform
-import shutil
 import sys
-import tempfile
-import time
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
-from tfpipe.core import source as sources
 from tfpipe.bench import domains as bench_domains
 from tfpipe.bench import user_fns
 from tfpipe.bench import worker as bench_worker
-from tfpipe.bench.report import BenchResult, PrepareResult, StageReport, Turn, VariantResult, round_stats
-from tfpipe.bench.variants import DEFAULT_VARIANTS, USER_KINDS, Variant, resolve_variants, with_cores
-from tfpipe.domains.audio.config import AudioConfig
+from tfpipe.bench.report import BenchResult, StageReport, Turn, VariantResult, round_stats
+from tfpipe.bench import session as session_lib
+from tfpipe.bench.session import Session
+from tfpipe.bench.specs import DEFAULT_VARIANTS, resolve_variants, with_cores
+from tfpipe.bench.variants import Inputs, Variant
+from tfpipe.config import config_field, validate
+from tfpipe.core import source as sources
 from tfpipe.errors import DataError
+from tfpipe.storage.source import ShardSource
 
 MAX_EPOCH_BATCHES = 50  # cap on the default turn of one epoch, so a big corpus still finishes in minutes
 USER_TURN_BATCHES = 10  # the turn of a user dataset whose epoch cannot be told from its chain
 MAX_STAGE_CONFIGS = 2  # distinct feature configs whose stages are measured (each costs a few seconds)
-_DATA_KINDS = ("pipeline", "keras")  # the variants that read `data`
 
 
-def _note(v: Variant, source_kind: str, gpu: bool) -> str:
-    """Why a changed field cannot matter here, so a flat bar is not read as a finding."""
-    notes = []
-    if "prefetch_to_device" in v.changed and not gpu:
-        notes.append("no-op: no GPU visible")
-    if "parallel_reads" in v.changed and v.kind == "pipeline" and source_kind not in ("", "shards"):
-        notes.append(f"no-op: {source_kind} source (parallel_reads interleaves shard files)")
-    if "deterministic" in v.changed and v.kind == "pipeline" and not v.pipeline.parallel_map:
-        notes.append("no-op: maps are sequential")
-    if v.kind == "keras":
-        notes.append("Keras recipe")
-    return "; ".join(notes)
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How `tfpipe bench` times its variants; each field is also its flag (--cores is a list flag of its own).
+
+    Attributes:
+      batches: batches timed per variant per round (None: whole epochs, for `turn_seconds`).
+      turn_seconds: without `batches`, each turn repeats its epoch until it has lasted this long.
+      repeats: rounds.
+      warmup: untimed batches after the first one.
+      step_ms: simulated accelerator step per batch (a sleep), 0 = none.
+      stages: measure the one-thread rate of each stage of the data's domain, the limit and its stage.
+      stage_seconds: time budget of each stage (and op) measurement.
+      ops: time each dataset op of every variant's final chain on one thread.
+      cores: run every variant once per core count, pinned to that many cores (empty: not pinned).
+    """
+
+    batches: Optional[int] = config_field(None, "Batches timed per variant per round (default: whole epochs of at "
+                                                "most 50 batches, for --turn_seconds).", min=1, type=int)
+    turn_seconds: float = config_field(1.0, "Without --batches, each turn repeats its epoch until it has lasted "
+                                            "this long, so fast variants are timed in steady state.", min=0.0)
+    repeats: int = config_field(5, "Rounds; every variant takes one turn per round (--prepare: runs per worker "
+                                   "count).", min=1)
+    warmup: int = config_field(3, "Untimed batches after the first one.", min=0)
+    step_ms: float = config_field(0.0, "Simulated accelerator step per batch, in ms of sleep: shows how much of the "
+                                       "step the input hides (prefetch: max(input, step) instead of input + step).",
+                                  min=0.0)
+    stages: bool = config_field(True, "Measure the one-thread rate of each stage of the data's domain (wav: read, "
+                                      "decode, features; images: read, decode, scale), the stage that limits the "
+                                      "pipeline and its limit (its rate x the cores), once per distinct feature "
+                                      "config among the variants (at most 2).")
+    stage_seconds: float = config_field(0.5, "Time budget of each stage measurement.", min=0.01)
+    ops: bool = config_field(False, "Also time each dataset op of every variant's final chain on one thread "
+                                    "(shown by op type and the name given with name=) and name the op that limits it.")
+    cores: tuple = config_field((), "Core counts to pin every variant to in turn.")
+
+    def __post_init__(self):
+        try:
+            counts = tuple(dict.fromkeys(int(c) for c in self.cores or ()))
+        except (TypeError, ValueError):
+            raise ValueError(f"RunOptions.cores={self.cores!r}: expected core counts, e.g. (1, 2)") from None
+        object.__setattr__(self, "cores", counts)
+        validate(self)
 
 
-def _machine(tf_version: str, gpu: bool) -> dict[str, Any]:
-    """Cores, usable cores, versions, platform and GPU."""
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"cores": os.cpu_count(), "usable_cores": usable, "tf_version": tf_version,
-            "python": platform.python_version(), "platform": platform.platform(), "gpu": gpu}
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """What a run will do, decided and checked before any worker starts."""
 
-
-def _progress(total: int, enabled: bool) -> Any:
-    """A single-line tqdm bar on stderr whose description names the current step."""
-    from tqdm import tqdm
-
-    return tqdm(total=total, file=sys.stderr, disable=not enabled, leave=False, dynamic_ncols=True,
-                bar_format="{desc} {bar:20} {n_fmt}/{total_fmt} [{elapsed}<{remaining}] {postfix}")
+    chosen: tuple[Variant, ...]  # the variants, in order
+    runs: tuple[Variant, ...]  # each once per core count
+    inputs: Inputs
+    epochs: Mapping[str, Optional[int]]  # variant name -> examples in one epoch (None: its chain tells)
+    staged: tuple[tuple[str, Any, int], ...]  # (label, config, batch size) whose stages are measured
+    cpus: Mapping[int, list]
+    features: Any
+    overrides: Mapping[str, Any]
+    ablation: bool
+    dataset_fn: str
+    input_fns: tuple[str, ...]
 
 
 def run(data: Optional[Union[str, os.PathLike]] = None,
         variants: Optional[Sequence[Union[str, Variant]]] = None, *,
         dataset_fn: Optional[Union[str, Callable]] = None, input_fns: Sequence[Union[str, Callable]] = (),
-        cores: Optional[Sequence[int]] = None, ops: bool = False,
-        shards: Optional[Union[str, os.PathLike]] = None, ablation: bool = False,
-        baseline: Optional[str] = None,
-        step_ms: float = 0.0, batches: Optional[int] = None, turn_seconds: float = 1.0,
-        repeats: int = 5, warmup: int = 3, features: Any = None,
-        overrides: Optional[Mapping[str, Any]] = None,
-        stages: bool = True, stage_seconds: float = 0.5, progress: bool = True) -> BenchResult:
+        shards: Optional[Union[str, os.PathLike]] = None, ablation: bool = False, baseline: Optional[str] = None,
+        features: Any = None, overrides: Optional[Mapping[str, Any]] = None,
+        options: Optional[RunOptions] = None, progress: bool = True, **settings: Any) -> BenchResult:
     """Times input-pipeline variants side by side, each in its own process, in alternating rounds.
 
     Args:
       data: a folder with one subfolder per class (wav, images: any registered domain), CSV
         manifest or shard folder; needed by the tfpipe-built variants (not by dataset_fn /
-        input_fn ones). Its domain decides the feature config variants and overrides edit.
+        input_fn ones). Its domain decides the feature config variants and overrides edit; a
+        shard folder's (as data or shards) stored config is where they start.
       variants: specs (see `parse_variant`) or Variant objects; the first is the baseline.
         Default: naive, optimized (none when only input_fns are given).
       dataset_fn: your own pipeline, `FUNCTION(pipeline: PipelineConfig, mode: str) ->
@@ -111,253 +140,176 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
         "FILE.py:FUNCTION" spec: each variant (and `ablation`) is the PipelineConfig handed to it.
       input_fns: plain Estimator input_fns (functions or specs) to A/B, each a variant named
         by its spec; called with only the arguments they name (params={"batch_size": ...}).
-      cores: run every variant once per core count, its process pinned to that many cores;
-        speed-ups compare to the first count.
-      ops: also time each dataset op of every variant's final chain on one thread and name
-        the op that limits it.
       shards: shard folder the `shards` variants read.
       ablation: add optimized and naive with each toggle flipped alone, and the other backend
         (where the data's config has one).
       baseline: the variant ratios compare to (ablation rows compare to their preset).
-      step_ms: simulated accelerator step per batch (sleep), 0 = none.
-      batches: batches timed per variant per round. Default: one epoch of each variant's
-        batch size (at most MAX_EPOCH_BATCHES; a user's dataset: the epoch its chain shows), so
-        a chain whose work comes in bursts once per epoch (the naive whole-set shuffle
-        refills) gets whole bursts per turn, repeated until the turn lasts `turn_seconds`.
-      turn_seconds: with the default `batches`, a turn repeats its epoch until it has
-        lasted this long (fast variants are timed in steady state, not waking up).
-      repeats: rounds.
-      warmup: untimed batches after the first one.
       features: the domain config the variants start from (AudioConfig for wavs, ImageConfig
-        for images; default: the domain's default).
+        for images; default: a shard folder's stored one, else the domain's default).
       overrides: typed PipelineConfig and domain config field values applied to every variant.
-      stages: also measure the single-thread rate of each stage of the data's domain chain
-        (per distinct feature config, at most MAX_STAGE_CONFIGS), the limiting stage and the ideal.
-      stage_seconds: time budget per stage (and per op) measurement.
+      options: how to time (RunOptions); or pass its fields here as keywords (batches=2, repeats=3,
+        cores=(1, 2), ops=True, ...).
       progress: show a progress line on stderr.
 
     Returns:
       BenchResult (`.table()`, `.to_json()`, `.plot(path)`).
 
     Raises:
-      ValueError / DataError: bad variant specs, settings or data, by name.
+      ValueError / DataError: bad variant specs, settings or data, by name (FunctionSpecError: a user
+        function's spec names nothing).
+      UserFunctionError: a user's function raised, naming it, the exception and the line.
+      VariantError: a variant's chain failed in its worker, naming the variant.
     """
-    started = time.perf_counter()
-    for name, value, low in (("batches", batches, 1), ("turn_seconds", turn_seconds, 0),
-                             ("repeats", repeats, 1), ("warmup", warmup, 0), ("step_ms", step_ms, 0),
-                             ("stage_seconds", stage_seconds, 0.01)):
-        if value is not None and value < low:
-            raise ValueError(f"{name}={value!r}: must be >= {low}")
-    core_counts = tuple(dict.fromkeys(int(c) for c in cores)) if cores else ()
-    cpus = {c: bench_worker.pin_cpus(c) for c in core_counts}  # ValueError: more than usable
+    options = _options(options, settings)
+    plan = _plan(data, variants, dataset_fn, input_fns, shards, ablation, baseline, features, overrides, options)
+    common = {"data": plan.inputs.data, "shards": plan.inputs.shards, "sys_path": list(sys.path)}
+    steps = len(plan.runs) * (1 + options.repeats) + bool(plan.staged) + options.ops * len(plan.chosen)
+    with Session(plan.runs, common, plan.cpus, bool(plan.staged), steps, progress) as session:
+        builds = session.build(options.warmup)
+        turn_batches = _turn_batches(plan, builds, options)
+        turns = session.rounds(options.repeats, turn_batches, options.step_ms,
+                               0.0 if options.batches else options.turn_seconds)
+        reports = session.stages(plan.staged, options.stage_seconds)
+        op_reports = session.ops(plan.chosen if options.ops else (), options.stage_seconds)
+        peaks = session.stop()
+    machine = session_lib.machine(session.ready[0]["tf_version"], session.ready[0]["gpu"])  # a worker's view
+    results = _results(plan, session.ready, builds, peaks, turns, reports, machine, options)
+    settings = _settings(plan, options, turn_batches, builds)
+    wall = sum(session.phases.values())
+    return BenchResult(settings, machine, tuple(results), tuple(reports), wall, session.phases, tuple(op_reports))
+
+
+def _options(options: Optional[RunOptions], settings: Mapping[str, Any]) -> RunOptions:
+    """RunOptions from `options` and/or keyword fields (ValueError naming an unknown one)."""
+    names = {f.name for f in dataclasses.fields(RunOptions)}
+    unknown = sorted(set(settings) - names)
+    if unknown:
+        raise ValueError(f"run() got {', '.join(unknown)}: not RunOptions fields ({', '.join(sorted(names))})")
+    settings = {k: v for k, v in settings.items() if k != "cores" or v is not None}
+    return dataclasses.replace(options, **settings) if options else RunOptions(**settings)
+
+
+def _plan(data: Any, variants: Any, dataset_fn: Any, input_fns: Sequence[Any], shards: Any, ablation: bool,
+          baseline: Optional[str], features: Any, overrides: Optional[Mapping[str, Any]],
+          options: RunOptions) -> _Plan:
+    """The run's variants and inputs, every check that can fail done before a worker starts."""
+    cpus = {c: bench_worker.pin_cpus(c) for c in options.cores}  # ValueError: more than usable
     fn = user_fns.fn_spec(dataset_fn) if dataset_fn is not None else ""
-    input_specs = [user_fns.fn_spec(f) for f in input_fns]
+    input_specs = tuple(user_fns.fn_spec(f) for f in input_fns)
+    user_fns.check(fn, input_specs)
     if variants is None:
         variants = () if input_specs and not fn else DEFAULT_VARIANTS
+    inputs = _inputs(data, shards)
+    features = bench_domains.base_features(inputs, features, overrides)
+    chosen = tuple(resolve_variants(variants, features, overrides, ablation, baseline, dataset_fn=fn,
+                                    input_fns=input_specs))
+    reads = {v.name: v.reads(inputs) for v in chosen}  # ValueError: the run lacks what it reads
+    _check_files(chosen, inputs)
+    epochs = {v.name: reads[v.name] and _check_size(v, *reads[v.name]) for v in chosen}
+    readers = [v for v in chosen if v.reads_data]
+    staged = bench_domains.stage_configs(inputs.domain, readers, MAX_STAGE_CONFIGS) \
+        if options.stages and inputs.domain is not None else []
+    return _Plan(chosen, tuple(with_cores(chosen, options.cores)), inputs, epochs, tuple(staged), cpus, features,
+                 dict(overrides or {}), ablation, fn, input_specs)
+
+
+def _inputs(data: Any, shards: Any) -> Inputs:
+    """The run's data and shard folder, found once; the domain is the data's, else the shard folder's."""
     source = sources.find(data) if data is not None else None
-    domain = bench_domains.of_data(source, shards)
-    features = bench_domains.base_features(domain, features, overrides, data)
-    chosen = resolve_variants(variants, features, overrides, ablation, baseline, dataset_fn=fn,
-                              input_fns=input_specs)
-    readers = [v for v in chosen if v.kind in _DATA_KINDS]
-    if readers and data is None:
-        raise ValueError(f"variant(s) {', '.join(v.name for v in readers)} read data: pass data= (--data: a class "
-                         f"folder, CSV or shard folder), or time your own pipeline with dataset_fn= / input_fns=")
-    if domain is not None and bench_domains.is_file_source(source):  # bad files fail here, before workers start
-        for config in dict.fromkeys(v.features for v in readers):
-            try:
-                domain.file_table(source.paths, config)
-            except DataError as e:
-                names = ", ".join(repr(v.name) for v in readers if v.features == config)
-                raise DataError(f"variant {names}: {e}") from e
-    epoch = _check_sources(chosen, source, data, shards, domain)
-    # A user's dataset reports its own epoch once built (USER_TURN_BATCHES if it cannot tell).
-    turn_batches = {v.name: batches or min(MAX_EPOCH_BATCHES, max(1, epoch[v.kind] // v.pipeline.batch_size))
-                    for v in chosen if v.kind not in USER_KINDS}
-    min_turn_s = 0.0 if batches else turn_seconds  # --batches asks for exactly that many
-    # Stages (and the ideal) per distinct feature config of the variants reading the data, each at
-    # the batch size of the first variant with it; a variant gets the ideal of its own config only.
-    staged = bench_domains.stage_configs(domain, readers, MAX_STAGE_CONFIGS) if stages and domain is not None else []
-    measure_stages = bool(staged)
-    common = {"data": data and os.path.abspath(data), "shards": shards and os.path.abspath(shards),
-              "sys_path": list(sys.path)}
-    runs = with_cores(chosen, core_counts)
-    phases = {}
+    shard_source = sources.find(shards) if shards is not None else None
+    if shard_source is not None and not isinstance(shard_source, ShardSource):
+        raise ValueError(f"--shards {shards}: not a shard folder (no {sources.INDEX_NAME}); "
+                         f"write one with `tfpipe prepare`")
+    domain = bench_domains.of_source(source) if source is not None else None
+    if source is None and shard_source is not None:
+        domain = bench_domains.of_source(shard_source)
+    return Inputs(data and os.path.abspath(data), source, shards and os.path.abspath(shards), shard_source, domain)
 
-    def phase(name: str) -> None:
-        phases[name] = time.perf_counter() - started - sum(phases.values())
 
-    bar = _progress(len(runs) * (1 + repeats) + measure_stages + ops * len(chosen), progress)
-    bar.set_description_str(f"bench: starting {len(runs)} workers")
-    ctx = bench_worker.context()
-    watchdog = bench_worker.Watchdog()
-    workers: list[bench_worker.Worker] = []
-    try:
-        jobs = [(v.key, {"variant": v, "cpus": cpus.get(v.cores)}) for v in runs]
-        jobs += [("stages", {"variant": None})] * measure_stages
-        for name, job in jobs:
-            workers.append(bench_worker.Worker(ctx, name, {**common, **job}))
-            watchdog.watch(workers[-1].process.pid)
-        ready = [w.receive() for w in workers]
-        machine = _machine(ready[0]["tf_version"], ready[0]["gpu"])  # as a worker sees it
-        phase("start")
-        builds = []
-        for w in workers[:len(runs)]:
-            bar.set_description_str(f"bench: build {w.name}")
-            builds.append(w.call("build", warmup=warmup))
-            bar.update()
-        for v, build in zip(runs, builds):
-            if v.name not in turn_batches:  # a user's dataset: the first of its runs decides
-                epoch_batches = build["epoch_batches"] or USER_TURN_BATCHES
-                turn_batches[v.name] = batches or min(MAX_EPOCH_BATCHES, epoch_batches)
-        phase("build")
-        turns: dict[str, list[Turn]] = {v.key: [] for v in runs}
-        for r in range(repeats):
-            for v, w in zip(runs, workers):
-                bar.set_description_str(f"bench: round {r + 1}/{repeats} {w.name}")
-                turn = w.call("time", batches=turn_batches[v.name], step_s=step_ms / 1000, min_s=min_turn_s)
-                turns[v.key].append(Turn(**turn))
-                bar.update()
-        phase("rounds")
-        reports = []
-        if measure_stages:
-            bar.set_description_str("bench: stages")
-            measured = workers[-1].call("stages", configs=staged, budget_s=stage_seconds)
-            reports = [StageReport(cores=machine["usable_cores"], features=dataclasses.asdict(config), **r)
-                       for (_, config, _), r in zip(staged, measured)]
-            bar.update()
-        phase("stages")
-        op_reports = []
-        for v in chosen if ops else ():
-            # In the variant's run with the most cores: the op rates are single-thread, the
-            # cores only credit its parallel ops.
-            i = max((i for i, r in enumerate(runs) if r.name == v.name), key=lambda i: ready[i]["usable_cores"])
-            bar.set_description_str(f"bench: ops of {v.name}")
-            op_reports.append(workers[i].call("ops", budget_s=stage_seconds, cores=ready[i]["usable_cores"]))
-            bar.update()
-        phase("ops")
-        peaks = [w.call("stop") for w in workers[:len(runs)]]
-    finally:
-        bar.close()
-        for w in workers:
-            w.close()
-        watchdog.close()
+def _check_size(v: Variant, where: str, examples: int) -> int:
+    """Examples in one epoch of what `v` reads; ValueError when it holds less than one batch."""
+    if examples < v.pipeline.batch_size:
+        raise ValueError(f"variant {v.name!r}: {where} holds {examples} example(s), fewer than one batch "
+                         f"(batch_size={v.pipeline.batch_size}): nothing to time; lower --batch_size (at most "
+                         f"{examples // 20 or 1} gives 20 batches an epoch) or use more data")
+    return examples
 
-    keys = {(v.name, v.cores): v.key for v in runs}
-    stats = round_stats(turns, {v.key: keys[v.reference, v.cores] for v in runs})
-    baseline_name = next(v.name for v in chosen if v.reference == v.name)
-    to_baseline = round_stats(turns, {v.key: keys[baseline_name, v.cores] for v in runs})
-    to_first = round_stats(turns, {v.key: keys[v.name, runs[0].cores] for v in runs}) if core_counts else {}
+
+def _check_files(chosen: Sequence[Variant], inputs: Inputs) -> None:
+    """Each file the data variants read, checked with each of their configs (DataError naming the variants)."""
+    if inputs.domain is None or not isinstance(inputs.source, sources.FileSource):
+        return
+    readers = [v for v in chosen if v.reads_data]
+    for config in dict.fromkeys(v.features for v in readers):
+        try:
+            inputs.domain.file_table(inputs.source.paths, config)
+        except DataError as e:
+            names = ", ".join(repr(v.name) for v in readers if v.features == config)
+            raise DataError(f"variant {names}: {e}") from e
+
+
+def _turn_batches(plan: _Plan, builds: Sequence[dict], options: RunOptions) -> dict[str, int]:
+    """Batches per timed block of each variant: --batches, else one epoch (at most MAX_EPOCH_BATCHES).
+
+    tfpipe's epoch is known from the data; a user's dataset reports its own once built (the
+    first of its runs decides; USER_TURN_BATCHES if it cannot tell).
+    """
+    out = {}
+    for v, build in zip(plan.runs, builds):
+        if v.name not in out:
+            out[v.name] = options.batches or min(MAX_EPOCH_BATCHES, _epoch_batches(plan, v, build) or USER_TURN_BATCHES)
+    return out
+
+
+def _epoch_batches(plan: _Plan, v: Variant, build: Mapping[str, Any]) -> Optional[int]:
+    """Batches in one epoch of `v` (None: unknown)."""
+    examples = plan.epochs.get(v.name)
+    return max(1, examples // v.pipeline.batch_size) if examples else build.get("epoch_batches")
+
+
+def _results(plan: _Plan, ready: Sequence[dict], builds: Sequence[dict], peaks: Sequence[dict],
+             turns: Mapping[str, Sequence[Turn]], reports: Sequence[StageReport], machine: Mapping[str, Any],
+             options: RunOptions) -> list[VariantResult]:
+    """One VariantResult per run: statistics, ratios, the limit of its own stages, notes."""
+    keys = {(v.name, v.cores): v.key for v in plan.runs}
+    stats = round_stats(turns, {v.key: keys[v.reference, v.cores] for v in plan.runs})
+    baseline = next(v.name for v in plan.chosen if v.reference == v.name)
+    to_baseline = round_stats(turns, {v.key: keys[baseline, v.cores] for v in plan.runs})
+    first_count = plan.runs[0].cores
+    to_first = round_stats(turns, {v.key: keys[v.name, first_count] for v in plan.runs}) if options.cores else {}
     results = []
-    for v, info, build, peak in zip(runs, ready, builds, peaks):
-        report = next((r for (_, config, batch_size), r in zip(staged, reports)
-                       if v.kind in _DATA_KINDS and (v.features, v.pipeline.batch_size) == (config, batch_size)), None)
-        ideal = report.best_rate * info["usable_cores"] if report else None  # like for like, its own cores
-        if ideal and step_ms:
-            ideal = min(ideal, v.pipeline.batch_size * 1000.0 / step_ms)  # the step caps what input can use
-        note = "; ".join(filter(None, [_note(v, source.kind if source else "", machine["gpu"]),
-                                       "finite dataset: repeated" if build.get("repeated") else ""]))
+    for v, info, build, peak in zip(plan.runs, ready, builds, peaks):
+        report = next((r for (_, config, batch_size), r in zip(plan.staged, reports)
+                       if v.reads_data and (v.features, v.pipeline.batch_size) == (config, batch_size)), None)
+        ideal = report.ideal / report.cores * info["usable_cores"] if report else None  # for its own cores
+        if ideal and options.step_ms:
+            ideal = min(ideal, v.pipeline.batch_size * 1000.0 / options.step_ms)  # the step caps what input can use
+        note = "; ".join(v.notes(plan.inputs, machine["gpu"]) + ["finite dataset: repeated"] * bool(build["repeated"]))
         results.append(VariantResult(v.name, v.kind, v.reference, v.config(), note, tuple(turns[v.key]),
                                      stats[v.key], build["first_batch_s"], info["import_rss_mb"],
                                      peak["peak_rss_mb"], ideal, to_baseline[v.key].ratio,
                                      cores=info["usable_cores"], pinned=v.cores is not None,
-                                     speedup=to_first[v.key].ratio if core_counts else None,
-                                     batch_spec=build.get("batch_spec", "")))
-    settings = {"data": common["data"], "shards": common["shards"], "domain": domain.name if domain else None,
-                "num_examples": source.num_examples if source else None,
-                "num_classes": len(source.class_names) if source else None, "variants": [v.name for v in chosen],
-                "baseline": baseline_name, "ablation": ablation, "dataset_fn": fn or None,
-                "input_fns": input_specs, "cores": list(core_counts) or None, "ops": ops,
-                "batches": batches, "turn_batches": turn_batches,
-                "turn_seconds": min_turn_s, "repeats": repeats, "warmup": warmup,
-                "settle_batches": bench_worker.SETTLE_BATCHES, "step_ms": step_ms,
-                "batch_size": chosen[0].pipeline.batch_size, "stage_seconds": stage_seconds,
-                "features": dataclasses.asdict(features), "overrides": dict(overrides or {}),
-                "frozen_while_idle": bench_worker.FREEZE}
-    phase("stop")
-    wall = time.perf_counter() - started
-    return BenchResult(settings, machine, tuple(results), tuple(reports), wall, phases, tuple(op_reports))
+                                     speedup=to_first[v.key].ratio if options.cores else None,
+                                     batch_spec=build.get("batch_spec", ""),
+                                     padding_share=build.get("padding_share"),
+                                     stage_label=report.label if report else ""))
+    return results
 
 
-def _check_sources(chosen: Sequence[Variant], source: Optional[sources.Source], data: Any,
-                   shards: Any, domain: Any = None) -> dict[str, int]:
-    """Checks each variant kind has its input (ValueError: what to pass); returns examples per kind."""
-    kinds = {v.kind for v in chosen}
-    epoch = {"pipeline": source.num_examples, "keras": source.num_examples} if source else {}
-    if "shards" in kinds:
-        if not shards:
-            raise ValueError("the shards variants read a shard folder: pass --shards DIR "
-                             "(write one with `tfpipe prepare`)")
-        shard_source = sources.find(shards)
-        if shard_source.kind != "shards":
-            raise ValueError(f"--shards {shards}: not a shard folder (no {sources.INDEX_NAME}); "
-                             f"write one with `tfpipe prepare`")
-        epoch["shards"] = shard_source.num_examples
-    if "keras" in kinds:
-        if domain is None or not bench_domains.is_file_source(source) or not os.path.isdir(data):
-            raise ValueError(f"{data}: the keras variant reads a folder with one subfolder per class (the "
-                             f"domain's tf.keras.utils.*_dataset_from_directory recipe), not a CSV or shard folder")
-        if not bench_domains.has_keras_recipe(domain):
-            raise ValueError(f"{data}: the keras variant needs the {domain.name} domain's Keras recipe "
-                             f"({bench_domains.recipe_module(domain)}.{bench_domains.RECIPE_FN}), which it lacks")
-    return epoch
-
-
-def run_prepare(data: Union[str, os.PathLike], workers: Sequence[int] = (1, 2), *, repeats: int = 3,
-                num_shards: int = 8, features: Optional[AudioConfig] = None, store: str = "log_mel",
-                progress: bool = True) -> PrepareResult:
-    """Times `tfpipe.write_shards` for each worker count, alternating, after one untimed run.
-
-    Each run writes to a fresh folder (removed after), so no run resumes another's shards.
-
-    Args:
-      data: wav folder or CSV manifest.
-      workers: worker counts to compare (0: in this process); the first is the speedup's reference.
-      repeats: timed runs per worker count.
-      num_shards: shards written each run.
-      features: AudioConfig for write_shards.
-      store: "log_mel" or "waveform".
-      progress: show a progress line on stderr.
-
-    Returns:
-      PrepareResult (`.table()`, `.to_json()`).
-    """
-    from tfpipe.storage.writer import write_shards_with_stats
-
-    workers = tuple(dict.fromkeys(int(w) for w in workers))
-    if not workers or min(workers) < 0 or repeats < 1:
-        raise ValueError(f"workers={list(workers)}, repeats={repeats}: need worker counts >= 0 "
-                         f"(0: in this process) and repeats >= 1")
-    features = features or AudioConfig()
-    seconds: dict[int, list[float]] = {w: [] for w in workers}
-    writing: dict[int, list[float]] = {w: [] for w in workers}
-    bar = _progress(1 + repeats * len(workers), progress)
-    with tempfile.TemporaryDirectory(prefix="tfpipe-bench-prepare-") as tmp:
-
-        def write(num_workers: int) -> tuple[float, float, dict]:
-            out = os.path.join(tmp, "shards")
-            bar.set_description_str(f"bench --prepare: {num_workers} workers")
-            start = time.perf_counter()
-            index, stats = write_shards_with_stats(
-                data, out, num_shards=num_shards, num_workers=num_workers, features=features, store=store,
-                progress=False)
-            elapsed = time.perf_counter() - start
-            shutil.rmtree(out)
-            bar.update()
-            return elapsed, stats.writing_seconds, index
-
-        index = write(workers[0])[2]  # untimed: fills the page cache, so the first timed run is not favoured
-        for _ in range(repeats):
-            for w in workers:
-                elapsed, after_startup, _ = write(w)
-                seconds[w].append(elapsed)
-                writing[w].append(after_startup)
-    bar.close()
-    import tensorflow as tf
-
-    machine = _machine(tf.__version__, bool(tf.config.list_physical_devices("GPU")))
-    settings = {"data": os.path.abspath(data), "num_shards": num_shards, "store": store, "repeats": repeats,
-                "num_examples": index["num_examples"], "rejected": len(index.get("rejected", [])),
-                "features": dataclasses.asdict(features)}
-    return PrepareResult(settings, machine, {w: tuple(s) for w, s in seconds.items()},
-                         {w: tuple(s) for w, s in writing.items()})
+def _settings(plan: _Plan, options: RunOptions, turn_batches: Mapping[str, int],
+              builds: Sequence[dict]) -> dict[str, Any]:
+    """What the run was asked and decided, for the table header and the JSON."""
+    inputs, chosen = plan.inputs, plan.chosen
+    source = inputs.source
+    return {"data": inputs.data, "shards": inputs.shards, "domain": inputs.domain.name if inputs.domain else None,
+            "num_examples": source.num_examples if source else None,
+            "num_classes": len(source.class_names) if source else None, "variants": [v.name for v in chosen],
+            "baseline": next(v.name for v in chosen if v.reference == v.name),
+            "ablation": plan.ablation, "dataset_fn": plan.dataset_fn or None, "input_fns": list(plan.input_fns),
+            "cores": list(options.cores) or None, "ops": options.ops, "batches": options.batches,
+            "turn_batches": dict(turn_batches),
+            "epoch_batches": {v.name: _epoch_batches(plan, v, b) for v, b in zip(plan.runs, builds)},
+            "turn_seconds": 0.0 if options.batches else options.turn_seconds, "repeats": options.repeats,
+            "warmup": options.warmup, "settle_batches": bench_worker.SETTLE_BATCHES, "step_ms": options.step_ms,
+            "batch_size": chosen[0].pipeline.batch_size, "stage_seconds": options.stage_seconds,
+            "features": dataclasses.asdict(plan.features), "overrides": dict(plan.overrides), "frozen_while_idle": bench_worker.FREEZE}

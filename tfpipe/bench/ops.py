@@ -1,8 +1,7 @@
 """Per-op rates of any tf.data chain (`tfpipe bench --ops`), Plumber-style.
 
-The chain is walked from its last op back to its source through each Python Dataset's
-inputs (`_inputs()`, the first one where there are several, e.g. zip): every link is
-itself a Dataset, the prefix "source .. this op". Each prefix is timed on one thread
+The chain is walked from source to output by `tfpipe.core.graph.walk` (the first input where
+an op has several, e.g. zip): every op comes with its Python Dataset, the prefix "source .. this op". Each prefix is timed on one thread
 (private threadpool of 1, no autotune, no static rewrites), so the difference between
 consecutive prefixes is what the op adds per example. The op that limits the chain is
 the one with the lowest capacity: 1000 / its added ms per example, times the cores when
@@ -54,11 +53,14 @@ class OpsReport:
       variant: the variant's name.
       ops: source first, each with the rate of the chain up to it.
       cores: cores a parallel op may use (AUTOTUNE ops are credited with all of them).
+      rewrites: tf.data's static rewrites the chain's options leave on (REWRITES): when the chain
+        runs, they may parallelize what the one-thread timing ran sequentially.
     """
 
     variant: str
     ops: tuple[OpRate, ...]
     cores: int
+    rewrites: tuple[str, ...] = ()
 
     @property
     def added_ms(self) -> tuple[float, ...]:
@@ -87,6 +89,7 @@ class OpsReport:
         """Plain dict for JSON."""
         limiting = self.limiting
         return {"variant": self.variant, "cores": self.cores, "limiting": self.label(limiting),
+                "rewrites": list(self.rewrites),
                 "ops": [{"op": op.op, "name": op.name, "examples_per_s": op.rate, "added_ms_per_example": cost,
                          "parallel": op.parallel, "parallelism": op.parallelism,
                          "capacity_examples_per_s": None if cap == float("inf") else cap,
@@ -108,32 +111,16 @@ class OpsReport:
                 + ["  " + line for line in align_table(rows, right=range(2, 6))])
 
 
-def chain(ds: Any) -> list[Any]:
-    """The prefixes of a dataset's op chain, source first: each a Dataset ending in one more op."""
-    links = [ds]
-    while True:
-        inputs = ds._inputs()  # pylint: disable=protected-access
-        if not inputs:
-            return links[::-1]
-        ds = inputs[0]
-        links.append(ds)
+# tf.data's static rewrites that change how a chain runs (all on unless its options turn them off):
+# a sequential map made parallel, a map fused with its batch into a parallel op, a prefetch added.
+REWRITES = ("map_parallelization", "map_and_batch_fusion", "inject_prefetch")
 
 
-def op_type(ds: Any) -> str:
-    """The dataset op this prefix ends in, read from its graph (what tf.data runs)."""
-    import tensorflow as tf
-
-    graph = tf.compat.v1.GraphDef()
-    graph.ParseFromString(ds._as_serialized_graph().numpy())  # pylint: disable=protected-access
-    output = next((n.input[0].split(":")[0] for n in graph.node if n.op == "_Retval"), graph.node[-1].name)
-    return next(n.op for n in graph.node if n.name == output)
-
-
-def _op_name(ds: Any) -> str:
-    """The name given with `name=` (tf.data stores it in the op's metadata)."""
-    metadata = getattr(ds, "_metadata", None)
-    name = getattr(metadata, "name", b"") or b""
-    return name.decode() if isinstance(name, bytes) else str(name)
+def default_rewrites(ds: Any) -> tuple[str, ...]:
+    """The REWRITES the dataset's options leave on (None: the default, on unless defaults are off)."""
+    optimization = ds.options().experimental_optimization
+    defaults = optimization.apply_default_optimizations is not False
+    return tuple(r for r in REWRITES if getattr(optimization, r) or (getattr(optimization, r) is None and defaults))
 
 
 def _parallelism(ds: Any, op: str, cores: int) -> tuple[bool, int]:
@@ -283,24 +270,26 @@ def measure_ops(ds: Any, budget_s: float, cores: int, variant: str = "") -> OpsR
     Raises:
       ValueError: a prefix yields nothing, naming the op.
     """
-    prefixes, counters, batched = [], [], False
-    for prefix in chain(ds):
-        op = op_type(prefix)
-        if op in _SKIPPED_OPS:
-            continue
-        batched = (batched or op in BATCH_OPS) and op not in UNBATCH_OPS
-        counter = _Counter(prefix, batched, 1)
+    from tfpipe.core.graph import walk  # TensorFlow only where measuring: the reports stay pure
+
+    nodes, counters, batched = [], [], False
+    for node in walk(ds):
+        batched = (batched or node.op in BATCH_OPS) and node.op not in UNBATCH_OPS
+        if node.op in _SKIPPED_OPS or node.dataset is None:
+            continue  # options only, or an op tf.data adds itself: its cost shows in the next prefix
+        counter = _Counter(node.dataset, batched, 1)
         try:
             counter.calibrate(budget_s / _PASSES)
         except ValueError as e:
-            raise ValueError(f"{variant}: op {op} {_op_name(prefix)!r}: {e}") from None
-        prefixes.append((prefix, op))
+            raise ValueError(f"{variant}: op {node.op} {node.name!r}: {e}") from None
+        nodes.append(node)
         counters.append(counter)
     # Passes over all prefixes, best of each: a slow spell on a shared machine hits one
     # count of every prefix alike instead of all counts of one prefix.
     for _ in range(_PASSES - 1):
         for counter in counters:
             counter.time()
-    return OpsReport(variant, tuple(OpRate(op, _op_name(prefix), counter.rate, *_parallelism(prefix, op, cores))
-                                    for (prefix, op), counter in zip(prefixes, counters)), cores)
+    rates = tuple(OpRate(node.op, node.name, counter.rate, *_parallelism(node.dataset, node.op, cores))
+                  for node, counter in zip(nodes, counters))
+    return OpsReport(variant, rates, cores, default_rewrites(ds))
 

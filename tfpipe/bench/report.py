@@ -11,6 +11,7 @@ import json
 import statistics
 from typing import Any, Collection, Mapping, Optional, Sequence
 
+from tfpipe.bench import advice, caveats
 from tfpipe.bench.ops import OpsReport
 from tfpipe.bench.stages import STAGE_NAMES, StageReport, added_ms  # noqa: F401  (their old home)
 
@@ -18,7 +19,11 @@ SCHEMA = "tfpipe-bench"
 # 2: per-core rates, --cores (cores, pinned, speedup), --ops, user dataset_fn/input_fn.
 # 3: stages of any domain: each stage report has label, features, batch_size and its own stage
 #    names (was: backend, and the wav chain's names only); settings.domain; variants' batch_spec.
-SCHEMA_VERSION = 3
+# 4: caveats (when the run may mislead) and each variant's within_noise; "ideal" is the limiting
+#    stage's one-thread rate x cores (stages: limiting_rate, linear = the old whole-chain ideal,
+#    batched, on_batches_ms_per_example, advice); variants' padding_share; ops' rewrites and
+#    advice; rounds' ratios; settings.epoch_batches.
+SCHEMA_VERSION = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +57,7 @@ class RoundStats:
       median, min, max: of `rates`.
       ratio: median over rounds of (this rate / the reference's rate in the same round),
         so drift that slows a whole round cancels out.
+      ratios: those per-round ratios.
     """
 
     rates: tuple[float, ...]
@@ -59,6 +65,7 @@ class RoundStats:
     min: float
     max: float
     ratio: float
+    ratios: tuple[float, ...] = ()
 
 
 def round_stats(turns: Mapping[str, Sequence[Turn]], references: Mapping[str, str]) -> dict[str, RoundStats]:
@@ -79,7 +86,7 @@ def round_stats(turns: Mapping[str, Sequence[Turn]], references: Mapping[str, st
             raise ValueError(f"{name}: {len(own)} rounds but its reference {references[name]} has {len(ref)}")
         ratios = [a / b for a, b in zip(own, ref)]
         out[name] = RoundStats(tuple(own), statistics.median(own), min(own), max(own),
-                               statistics.median(ratios))
+                               statistics.median(ratios), tuple(ratios))
     return out
 
 
@@ -89,7 +96,7 @@ class VariantResult:
 
     Attributes:
       name: the variant spec, e.g. "optimized:fuse_maps=false".
-      kind: "pipeline", "shards" or "keras".
+      kind: "pipeline", "shards", a recipe ("keras", "tf-models"), "dataset_fn" or "input_fn".
       reference: the variant `stats.ratio` compares to.
       config: {"pipeline": ..., "features": ...} as plain dicts (pipeline None for keras).
       note: e.g. why a toggle has no effect here.
@@ -98,7 +105,8 @@ class VariantResult:
       first_batch_s: build + first batch, seconds (not in the rates).
       import_rss_mb: resident memory after importing TensorFlow, before building.
       peak_rss_mb: peak resident memory of the variant's process.
-      ideal: examples/s the stage measurements allow for this variant (None: not measured).
+      ideal: the limit of this variant's stages: the limiting stage's one-thread rate x its cores
+        (None: not measured).
       baseline_ratio: median of per-round ratios to the run's baseline (= stats.ratio unless
         the reference is another variant, as for ablation rows).
       cores: cores its process could use (pinned count, or the usable cores).
@@ -106,6 +114,8 @@ class VariantResult:
       speedup: median of per-round ratios to the same variant at the run's first core count
         (None without `--cores`).
       batch_spec: dtypes and shapes of its first batch, e.g. "({'image': uint8[64, 64, 64, 3]}, int64[64])".
+      padding_share: share of its first batches' values that are padding (None: no shape varies).
+      stage_label: the label of the stage report its `ideal` comes from ("": none).
     """
 
     name: str
@@ -124,6 +134,8 @@ class VariantResult:
     pinned: bool = False
     speedup: Optional[float] = None
     batch_spec: str = ""
+    padding_share: Optional[float] = None
+    stage_label: str = ""
 
     @property
     def key(self) -> str:
@@ -137,7 +149,7 @@ class VariantResult:
 
     @property
     def share_of_ideal(self) -> Optional[float]:
-        """Median examples/s as a share of the ideal (None: no ideal measured)."""
+        """Median examples/s as a share of the limit (None: no stages measured)."""
         return self.stats.median / self.ideal if self.ideal else None
 
     @property
@@ -161,7 +173,9 @@ class VariantResult:
                 "first_batch_s": self.first_batch_s, "batch_spec": self.batch_spec,
                 "import_rss_mb": self.import_rss_mb, "peak_rss_mb": self.peak_rss_mb,
                 "ms_per_batch": self.ms_per_batch, "input_wait_share": self.wait_share, "ideal": self.ideal,
-                "share_of_ideal": self.share_of_ideal, "turns": [dataclasses.asdict(t) for t in self.turns]}
+                "share_of_ideal": self.share_of_ideal, "stage_label": self.stage_label,
+                "padding_share": self.padding_share,
+                "turns": [dataclasses.asdict(t) for t in self.turns]}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,12 +208,33 @@ class BenchResult:
                 return v
         raise KeyError(f"no variant {name!r}; measured: {', '.join(v.key for v in self.variants)}")
 
+    @property
+    def caveats(self) -> list[str]:
+        """Why this run may mislead (too few batches an epoch, rounds that disagree, ...), with what to do."""
+        return caveats.caveats(self.settings, self.variants)
+
+    def within_noise(self, v: VariantResult) -> bool:
+        """Whether `v` differs from its reference by less than the run's noise."""
+        return caveats.within_noise(v, caveats.noise_floor(self.variants))
+
+    def stage_advice(self, report: StageReport) -> list[str]:
+        """What to do about a stage report's limit."""
+        users = [v for v in self.variants if v.stage_label == report.label]
+        return advice.stage_advice(report, self.settings.get("data"), users)
+
+    def ops_advice(self, report: OpsReport) -> list[str]:
+        """What the limiting op of a variant's chain means, given the rate the variant reached."""
+        measured = next((v.stats.median for v in self.variants if v.key == report.variant), None)
+        return advice.ops_advice(report, measured)
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON: format, version, settings, machine, variants, stages, ops, wall_s, phases_s."""
+        """Plain dict for JSON: format, version, settings, machine, variants, stages, ops, caveats, wall_s, phases_s."""
         return {"format": SCHEMA, "version": SCHEMA_VERSION, "settings": dict(self.settings),
-                "machine": dict(self.machine), "variants": [v.to_dict() for v in self.variants],
-                "stages": [s.to_dict() for s in self.stages], "ops": [o.to_dict() for o in self.ops],
-                "wall_s": self.wall_s, "phases_s": dict(self.phases)}
+                "machine": dict(self.machine),
+                "variants": [{**v.to_dict(), "within_noise": self.within_noise(v)} for v in self.variants],
+                "stages": [{**s.to_dict(), "advice": self.stage_advice(s)} for s in self.stages],
+                "ops": [{**o.to_dict(), "advice": self.ops_advice(o)} for o in self.ops],
+                "caveats": self.caveats, "wall_s": self.wall_s, "phases_s": dict(self.phases)}
 
     def to_json(self, indent: Optional[int] = 2) -> str:
         """The whole result as JSON text (see `to_dict` for the keys)."""
@@ -251,96 +286,53 @@ def _source(settings: Mapping[str, Any]) -> str:
 
 
 def bench_table(result: BenchResult) -> str:
-    """Header, one row per variant (per core count with --cores), then the stage and op breakdowns."""
-    s, m = result.settings, result.machine
-    step = s["step_ms"] > 0
-    pinned = bool(s.get("cores"))
-    lines = [f"tfpipe bench: {_source(s)}, {_plural(s['repeats'], 'round')} x "
-             f"{_turn(s)} (after {s['warmup']} warm-up), TF {m['tf_version']}, "
-             f"{m['usable_cores']} usable cores"
-             + (f", each variant pinned to {', '.join(map(str, s['cores']))} cores in turn" if pinned else "")
-             + (f", simulated step {s['step_ms']:g} ms/batch" if step else "")]
-    head = ["variant"] + ["cores"] * pinned + ["examples/s", "per core", "min-max", "vs reference"]
-    head += [f"vs {_plural(s['cores'][0], 'core')}"] if pinned else []
-    head += ["first batch", "peak RSS", "% ideal"] + ["ms/batch", "input wait"] * step
-    rows = [head + ["note"]]
-    for v in result.variants:
-        st = v.stats
-        row = [v.name] + [str(v.cores)] * pinned
-        row += [f"{st.median:,.0f}", "-" if v.per_core is None else f"{v.per_core:,.0f}",
-                f"{st.min:,.0f}-{st.max:,.0f}", "-" if v.reference == v.name else f"{st.ratio:.2f}x {v.reference}"]
-        row += [f"{v.speedup:.2f}x" if v.speedup is not None else "-"] * pinned
-        row += [f"{v.first_batch_s:.2f} s", f"{v.peak_rss_mb:,.0f} MB",
-                "-" if v.share_of_ideal is None else f"{v.share_of_ideal:.0%}"]
-        row += [f"{v.ms_per_batch:.1f}", f"{v.wait_share:.0%}"] if step else []
-        rows.append(row + [v.note])
-    lines += align_table(rows, right=range(1, len(head)))  # name left, numbers right, note left
-    if pinned:
+    """Header, one row per variant (per core count with --cores), caveats, then the stage and op breakdowns."""
+    s = result.settings
+    lines = [_header(result)] + _rows(result)
+    if s.get("cores"):
         lines.append("Each core count is its own process pinned to that many cores (sched_setaffinity); "
                      "\"vs reference\" compares within one core count.")
-    if step:
+    if s["step_ms"] > 0:
         lines.append(f"With a {s['step_ms']:g} ms step, a chain without prefetch costs input + step per "
                      f"batch; with prefetch, max(input, step).")
+    lines += [f"caution: {c}" for c in result.caveats]
     for rep in result.stages:
-        lines += [""] + rep.table_lines(pinned)
+        lines += [""] + rep.table_lines(bool(s.get("cores"))) + [f"  what to do: {a}" for a in result.stage_advice(rep)]
     for report in result.ops:
-        lines += [""] + report.table_lines()
+        lines += [""] + report.table_lines() + [f"  what to do: {a}" for a in result.ops_advice(report)]
     lines.append(f"\n({len(result.variants)} variants in {result.wall_s:.0f} s; each in its own process, "
                  f"timed in turns while the others are paused)")
     return "\n".join(lines)
 
 
-@dataclasses.dataclass(frozen=True)
-class PrepareResult:
-    """`tfpipe bench --prepare`: write_shards wall time per worker count.
+def _header(result: BenchResult) -> str:
+    """The table's first line: what was read, rounds, turns, TensorFlow, cores."""
+    s, m = result.settings, result.machine
+    return (f"tfpipe bench: {_source(s)}, {_plural(s['repeats'], 'round')} x "
+            f"{_turn(s)} (after {s['warmup']} warm-up), TF {m['tf_version']}, {m['usable_cores']} usable cores"
+            + (f", each variant pinned to {', '.join(map(str, s['cores']))} cores in turn" if s.get("cores") else "")
+            + (f", simulated step {s['step_ms']:g} ms/batch" if s["step_ms"] > 0 else ""))
 
-    Attributes:
-      settings: data, num_shards, store, repeats, num_examples.
-      machine: as in BenchResult.
-      seconds: worker count -> wall seconds of each timed run.
-      writing_seconds: worker count -> seconds of each run after its workers were ready
-        (start-up excluded: the part more workers can speed up).
-    """
 
-    settings: Mapping[str, Any]
-    machine: Mapping[str, Any]
-    seconds: Mapping[int, tuple[float, ...]]
-    writing_seconds: Mapping[int, tuple[float, ...]]
-
-    def median(self, workers: int, writing: bool = False) -> float:
-        """Median wall (or, with `writing`, after-start-up) seconds of the runs with `workers` workers."""
-        return statistics.median((self.writing_seconds if writing else self.seconds)[workers])
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON, one entry per worker count with its speedup over the first."""
-        first = next(iter(self.seconds))
-        return {"format": SCHEMA + "-prepare", "version": SCHEMA_VERSION, "settings": dict(self.settings),
-                "machine": dict(self.machine),
-                "workers": [{"num_workers": w, "seconds": list(s), "median_s": self.median(w),
-                             "examples_per_s": self.settings["num_examples"] / self.median(w),
-                             "speedup": self.median(first) / self.median(w),
-                             "writing_seconds": list(self.writing_seconds[w]),
-                             "writing_examples_per_s": self.settings["num_examples"] / self.median(w, True),
-                             "writing_speedup": self.median(first, True) / self.median(w, True)}
-                            for w, s in self.seconds.items()]}
-
-    def to_json(self, indent: Optional[int] = 2) -> str:
-        """The whole result as JSON text."""
-        return json.dumps(self.to_dict(), indent=indent)
-
-    def table(self) -> str:
-        """Aligned table: one row per worker count."""
-        s = self.settings
-        rows = [["workers", "median s", "min-max s", "examples/s", "speedup", "after start-up: examples/s",
-                 "speedup"]]
-        for row in self.to_dict()["workers"]:
-            secs = row["seconds"]
-            rows.append([str(row["num_workers"]), f"{row['median_s']:.2f}",
-                         f"{min(secs):.2f}-{max(secs):.2f}", f"{row['examples_per_s']:,.0f}",
-                         f"{row['speedup']:.2f}x", f"{row['writing_examples_per_s']:,.0f}",
-                         f"{row['writing_speedup']:.2f}x"])
-        return "\n".join([f"tfpipe bench --prepare: write_shards of {s['num_examples']} examples in "
-                          f"{s['data']} into {s['num_shards']} shards (store={s['store']}), "
-                          f"median of {s['repeats']} "
-                          f"alternating runs, {self.machine['usable_cores']} usable cores"]
-                         + align_table(rows, right=range(1, len(rows[0]))))
+def _rows(result: BenchResult) -> list[str]:
+    """One aligned row per variant; a ratio within the run's noise is marked "~"."""
+    s = result.settings
+    step, pinned = s["step_ms"] > 0, bool(s.get("cores"))
+    padded = any(v.padding_share is not None for v in result.variants)
+    head = ["variant"] + ["cores"] * pinned + ["examples/s", "per core", "min-max", "vs reference"]
+    head += [f"vs {_plural(s['cores'][0], 'core')}"] if pinned else []
+    head += ["first batch", "peak RSS", "% limit"] + ["padding"] * padded + ["ms/batch", "input wait"] * step
+    rows = [head + ["note"]]
+    for v in result.variants:
+        st = v.stats
+        ratio = "-" if v.reference == v.name else f"{st.ratio:.2f}x {v.reference}" + " ~" * result.within_noise(v)
+        row = [v.name] + [str(v.cores)] * pinned
+        row += [f"{st.median:,.0f}", "-" if v.per_core is None else f"{v.per_core:,.0f}",
+                f"{st.min:,.0f}-{st.max:,.0f}", ratio]
+        row += [f"{v.speedup:.2f}x" if v.speedup is not None else "-"] * pinned
+        row += [f"{v.first_batch_s:.2f} s", f"{v.peak_rss_mb:,.0f} MB",
+                "-" if v.share_of_ideal is None else f"{v.share_of_ideal:.0%}"]
+        row += ["-" if v.padding_share is None else f"{v.padding_share:.0%}"] * padded
+        row += [f"{v.ms_per_batch:.1f}", f"{v.wait_share:.0%}"] if step else []
+        rows.append(row + [v.note])
+    return align_table(rows, right=range(1, len(head)))  # name left, numbers right, note left

@@ -1,33 +1,57 @@
-"""What `tfpipe bench` times: variant specs (`optimized:fuse_maps=false`, ...) parsed into Variants.
+"""What `tfpipe bench` times: one small class per kind of variant.
 
-A variant is one of tfpipe's chains over --data (`pipeline`), the shard folder (`shards`),
-the Keras recipe (`keras`), a user's own dataset_fn given the variant's PipelineConfig
-(`dataset_fn`), or a user's plain Estimator input_fn (`input_fn`).
+Each kind knows what it reads (and refuses a run that lacks it), how it builds its train
+dataset in its worker process, its configuration for the JSON and why a changed field
+cannot matter for it. The kinds: tfpipe's chain over --data (`PipelineVariant`), over the
+--shards folder (`ShardsVariant`), a domain's reference recipe (`RecipeVariant`: keras,
+tf-models), a user's dataset_fn handed the variant's PipelineConfig (`DatasetFnVariant`)
+and a user's plain Estimator input_fn (`InputFnVariant`), both `UserVariant`s. Specs are parsed in `specs`.
 
-A spec's fields are PipelineConfig fields and the fields of the data's domain config:
-the `features` a spec starts from decides which (AudioConfig for wavs, ImageConfig
-for images, ...). Parsing only reads dataclass fields; nothing here runs TensorFlow.
+Nothing here imports TensorFlow at module level: the parent parses and checks, the workers build.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from typing import Any, Mapping, Optional, Sequence, Union
+import io
+import os
+from typing import Any, ClassVar, Collection, Optional
 
-from tfpipe.config import PRESETS, TOGGLES, PipelineConfig, field_type
-from tfpipe.domains.audio.config import AudioConfig
+from tfpipe.bench import recipes
+from tfpipe.config import PipelineConfig
 
-BASES = ("optimized", "naive", "keras", "shards")
-DEFAULT_VARIANTS = ("naive", "optimized")
-# Domain config fields that pick an implementation of the same features (not other features):
-# --ablation flips each one the data's config has, like a toggle.
-ABLATION_CONFIG_FIELDS = ("backend",)
 
-_PIPELINE_FIELDS = {f.name: f for f in dataclasses.fields(PipelineConfig)}
-_FEATURE_FIELDS = {f.name: f for f in dataclasses.fields(AudioConfig)}  # the audio default's, kept for callers
-_FIELDS = {**_PIPELINE_FIELDS, **_FEATURE_FIELDS}
-_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
-USER_KINDS = ("dataset_fn", "input_fn")  # the user's own functions build the dataset
+@dataclasses.dataclass(frozen=True)
+class Inputs:
+    """What a run reads, found once in the parent.
+
+    Attributes:
+      data: the --data path (absolute), or None.
+      source: `tfpipe.find(data)`: a FileSource (a class folder, CSV) or ShardSource, or None.
+      shards: the --shards folder (absolute), or None.
+      shard_source: its ShardSource, or None.
+      domain: the data's registered Domain (or the shard folder's), or None.
+    """
+
+    data: Optional[str] = None
+    source: Any = None
+    shards: Optional[str] = None
+    shard_source: Any = None
+    domain: Any = None
+
+    @property
+    def data_kind(self) -> str:
+        """What --data is: "wav", "image", "shards", ... ("" without data)."""
+        return self.source.kind if self.source is not None else ""
+
+
+def _blocked(source: Any) -> bool:
+    """A shard folder of v2 blocks (what shuffle_blocks works on)."""
+    from tfpipe.storage.formats import get_format
+    from tfpipe.storage.source import ShardSource
+
+    return isinstance(source, ShardSource) and get_format(source.index["format"]).blocked
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,27 +60,32 @@ class Variant:
 
     Attributes:
       name: the spec it was parsed from, e.g. "optimized:fuse_maps=false" (an input_fn: its spec).
-      kind: "pipeline" (build_dataset over the data), "shards" (build_dataset over the
-        shard folder), "keras" (the domain's keras_recipe: tf.keras.utils' *_dataset_from_directory
-        + the same features map + prefetch),
-        "dataset_fn" (the user's function given `pipeline`) or "input_fn" (the user's
-        Estimator input_fn, given params={"batch_size": pipeline.batch_size}).
-      pipeline: its PipelineConfig (keras uses only batch_size and seed, input_fn only batch_size).
-      features: its domain config, e.g. AudioConfig or ImageConfig (unused by the user kinds).
+      pipeline: its PipelineConfig (a recipe uses only batch_size and seed, an input_fn only batch_size).
+      features: its domain config, e.g. AudioConfig or ImageConfig (unused by a user's functions).
       changed: the fields its spec set.
       reference: the variant its ratio compares to ("": the run's baseline).
-      fn: "MODULE:FUNCTION" or "FILE.py:FUNCTION" of the user's function (user kinds only).
       cores: CPU cores its process is pinned to (None: not pinned, all usable cores).
     """
 
     name: str
-    kind: str
     pipeline: PipelineConfig
     features: Any
     changed: tuple[str, ...] = ()
     reference: str = ""
-    fn: str = ""
     cores: Optional[int] = None
+
+    KIND: ClassVar[str] = ""
+    reads_data: ClassVar[bool] = False  # runs the data's domain stages over --data (the stage report applies)
+    own_epoch: ClassVar[bool] = False  # its chain tells its epoch (a user's); tfpipe's are known from the data
+
+    @classmethod
+    def check_fields(cls, spec: str, own: Collection[str], values: Collection[str], config_class: type) -> None:
+        """ValueError when a spec sets fields this kind does not take (`own`: its own, `values`: with the common ones)."""
+
+    @property
+    def kind(self) -> str:
+        """The kind, for the JSON and table: "pipeline", "shards", "keras", "dataset_fn", ..."""
+        return self.KIND
 
     @property
     def key(self) -> str:
@@ -65,233 +94,190 @@ class Variant:
 
     def config(self) -> dict[str, Any]:
         """The full configuration, as plain dicts for JSON."""
-        pipe = dataclasses.asdict(self.pipeline)
-        if self.kind == "keras":
-            pipe = {"recipe": f"keras_recipe of the domain of {type(self.features).__name__}: "
-                              f"tf.keras.utils.*_dataset_from_directory -> the same features map (AUTOTUNE) "
-                              f"-> prefetch(AUTOTUNE), repeated",
-                    "batch_size": pipe["batch_size"], "seed": pipe["seed"]}
-        if self.kind == "dataset_fn":
-            return {"pipeline": pipe, "features": None, "dataset_fn": self.fn}
-        if self.kind == "input_fn":
-            return {"pipeline": None, "features": None, "input_fn": self.fn,
-                    "params": {"batch_size": self.pipeline.batch_size}}
-        return {"pipeline": pipe, "features": dataclasses.asdict(self.features)}
+        return {"pipeline": dataclasses.asdict(self.pipeline), "features": dataclasses.asdict(self.features)}
+
+    def reads(self, inputs: Inputs) -> Optional[tuple[str, int]]:
+        """(what it reads, examples in one epoch of it); None where its own chain decides.
+
+        Raises:
+          ValueError: the run lacks its input, saying what to pass.
+        """
+        raise NotImplementedError
+
+    def dataset(self, data: Optional[str], shards: Optional[str]) -> Any:
+        """Its train dataset (in its worker process)."""
+        raise NotImplementedError
+
+    def notes(self, inputs: Inputs, gpu: bool) -> list[str]:
+        """Why a field its spec changed cannot matter here, so a flat bar is not read as a finding."""
+        return ["no-op: no GPU visible"] if "prefetch_to_device" in self.changed and not gpu else []
 
 
-def spec_fields(config_class: Optional[type] = None) -> dict[str, dataclasses.Field]:
-    """Fields a spec may set: PipelineConfig's, then those of the domain config class (default AudioConfig)."""
-    return {**_PIPELINE_FIELDS, **{f.name: f for f in dataclasses.fields(config_class or AudioConfig)}}
+def _data(inputs: Inputs, variant: Variant) -> tuple[str, int]:
+    if inputs.source is None:
+        raise ValueError(f"variant {variant.name!r} reads data: pass data= (--data: a class folder, CSV or shard "
+                         f"folder), or time your own pipeline with dataset_fn= / input_fns=")
+    return inputs.data, inputs.source.num_examples
 
 
-def parse_value(field: str, text: str, config_class: Optional[type] = None) -> Any:
-    """Parses `text` as a value of the PipelineConfig or domain config field `field`.
+@dataclasses.dataclass(frozen=True)
+class PipelineVariant(Variant):
+    """tfpipe's chain (`build_dataset`) over --data, with the variant's PipelineConfig and features."""
 
-    Args:
-      field: the field's name.
-      text: the value as typed.
-      config_class: the domain config whose fields are allowed (default AudioConfig).
+    KIND: ClassVar[str] = "pipeline"
+    reads_data: ClassVar[bool] = True
 
-    Raises:
-      ValueError: unknown field (naming the allowed ones) or a value of the wrong type.
+    def reads(self, inputs: Inputs) -> tuple[str, int]:
+        return _data(inputs, self)
+
+    def dataset(self, data: Optional[str], shards: Optional[str]) -> Any:
+        from tfpipe.core.chain import build_dataset
+
+        return build_dataset(data, "train", self.pipeline, self.features)
+
+    def notes(self, inputs: Inputs, gpu: bool) -> list[str]:
+        return super().notes(inputs, gpu) + _toggle_notes(self, inputs.source, inputs.data_kind)
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardsVariant(Variant):
+    """tfpipe's chain over the --shards folder (`shards`, or `shards:naive` for the naive preset)."""
+
+    KIND: ClassVar[str] = "shards"
+
+    def reads(self, inputs: Inputs) -> tuple[str, int]:
+        if inputs.shards is None:
+            raise ValueError("the shards variants read a shard folder: pass --shards DIR "
+                             "(write one with `tfpipe prepare`)")
+        return inputs.shards, inputs.shard_source.num_examples
+
+    def dataset(self, data: Optional[str], shards: Optional[str]) -> Any:
+        from tfpipe.core.chain import build_dataset
+
+        return build_dataset(shards, "train", self.pipeline, self.features)
+
+    def notes(self, inputs: Inputs, gpu: bool) -> list[str]:
+        return super().notes(inputs, gpu) + _toggle_notes(self, inputs.shard_source, "shards")
+
+
+def _toggle_notes(v: Variant, source: Any, source_kind: str) -> list[str]:
+    """The toggles a tfpipe chain over `source` ignores."""
+    notes = []
+    if "parallel_reads" in v.changed and source_kind not in ("", "shards"):
+        notes.append(f"no-op: {source_kind} source (parallel_reads interleaves shard files)")
+    if "shuffle_blocks" in v.changed and source is not None and not _blocked(source):
+        notes.append(f"no-op: {source_kind} source (shuffle_blocks shuffles blocks of v2 shards)")
+    interleaved = v.pipeline.parallel_reads and source_kind == "shards"  # a parallel interleave keeps order or not
+    if "deterministic" in v.changed and not v.pipeline.parallel_map and not interleaved:
+        notes.append("no-op: maps are sequential")
+    return notes
+
+
+@dataclasses.dataclass(frozen=True)
+class RecipeVariant(Variant):
+    """A domain's reference recipe over the --data folder (e.g. keras, tf-models; see `recipes`).
+
+    Attributes:
+      recipe: its name in `recipes.RECIPES`.
     """
-    fields = spec_fields(config_class)
-    if field not in fields:
-        raise ValueError(f"unknown field {field!r}; allowed fields: {', '.join(fields)}")
-    spec = fields[field]
-    kind = field_type(spec)
-    text = text.strip()
-    if spec.default is None and text.lower() in ("none", ""):
+
+    recipe: str = "keras"
+    reads_data: ClassVar[bool] = True
+
+    @classmethod
+    def check_fields(cls, spec: str, own: Collection[str], values: Collection[str], config_class: type) -> None:
+        allowed = {"batch_size", "seed", *(f.name for f in dataclasses.fields(config_class))}
+        if set(own) - allowed:
+            raise ValueError(f"variant {spec!r}: {spec.partition(':')[0]} takes only batch_size, seed and "
+                             f"{config_class.__name__} fields, not {', '.join(sorted(set(own) - allowed))}")
+
+    @property
+    def kind(self) -> str:
+        return self.recipe
+
+    def config(self) -> dict[str, Any]:
+        from tfpipe.bench.domains import of_config
+
+        where = recipes.location(of_config(self.features), self.recipe)
+        return {"pipeline": {"recipe": f"{where}(data, {type(self.features).__name__}, batch_size, seed, "
+                                       f"mode='train'), repeated",
+                             "batch_size": self.pipeline.batch_size, "seed": self.pipeline.seed},
+                "features": dataclasses.asdict(self.features)}
+
+    def reads(self, inputs: Inputs) -> tuple[str, int]:
+        data, examples = _data(inputs, self)
+        from tfpipe.core.source import FileSource
+
+        if inputs.domain is None or not isinstance(inputs.source, FileSource) or not os.path.isdir(data):
+            raise ValueError(f"{data}: the {self.recipe} variant reads a folder with one subfolder per class (the "
+                             f"domain's {recipes.RECIPES[self.recipe].title} recipe), not a CSV or shard folder")
+        recipes.load(inputs.domain, self.recipe)  # ValueError: the domain has none
+        return data, examples
+
+    def dataset(self, data: Optional[str], shards: Optional[str]) -> Any:
+        from tfpipe.bench.domains import of_config
+
+        recipe = recipes.load(of_config(self.features), self.recipe)
+        with contextlib.redirect_stdout(io.StringIO()):  # Keras prints "Found N files belonging to K classes."
+            return recipe(data, self.features, self.pipeline.batch_size, self.pipeline.seed, mode="train")
+
+    def notes(self, inputs: Inputs, gpu: bool) -> list[str]:
+        return super().notes(inputs, gpu) + [f"{recipes.RECIPES[self.recipe].title} recipe"]
+
+
+@dataclasses.dataclass(frozen=True)
+class UserVariant(Variant):
+    """A user's own function builds the dataset: it reads what it likes, and its chain tells its epoch.
+
+    Attributes:
+      fn: "MODULE:FUNCTION" or "FILE.py:FUNCTION".
+    """
+
+    fn: str = ""
+    own_epoch: ClassVar[bool] = True
+
+    def reads(self, inputs: Inputs) -> None:
         return None
-    if kind is bool:
-        if text.lower() in _TRUE + _FALSE:
-            return text.lower() in _TRUE
-        raise ValueError(f"{field}={text!r}: expected true or false")
-    if kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            expected = "an integer" if kind is int else "a number"
-            raise ValueError(f"{field}={text!r}: expected {expected}") from None
-    choices = spec.metadata.get("choices")
-    if choices and text not in choices:
-        raise ValueError(f"{field}={text!r}: allowed values are {', '.join(choices)}")
-    return text
 
 
-def _parse_items(items: Sequence[str], spec: str, config_class: type) -> dict[str, Any]:
-    """`field=value` items (or absl-style bare `prefetch` / `noprefetch`) -> typed values."""
-    fields = spec_fields(config_class)
-    values = {}
-    for item in items:
-        key, eq, text = (part.strip() for part in item.partition("="))
-        if not eq:
-            bare = key[2:] if key.startswith("no") and key not in fields else key
-            if bare in fields and isinstance(fields[bare].default, bool):
-                values[bare] = bare == key
-                continue
-            raise ValueError(f"variant {spec!r}: {item!r} is not field=value (e.g. fuse_maps=false)")
-        try:
-            values[key] = parse_value(key, text, config_class)
-        except ValueError as e:
-            raise ValueError(f"variant {spec!r}: {e}") from None
-    return values
+@dataclasses.dataclass(frozen=True)
+class DatasetFnVariant(UserVariant):
+    """A user's `dataset_fn(pipeline, mode)`, handed the variant's PipelineConfig."""
+
+    KIND: ClassVar[str] = "dataset_fn"
+
+    @classmethod
+    def check_fields(cls, spec: str, own: Collection[str], values: Collection[str], config_class: type) -> None:
+        pipeline_fields = [f.name for f in dataclasses.fields(PipelineConfig)]
+        feature_fields = sorted(set(values) - set(pipeline_fields))
+        if feature_fields:
+            raise ValueError(f"variant {spec!r}: {', '.join(feature_fields)}: {config_class.__name__} field(s) do "
+                             f"not reach a dataset_fn, which builds its own features; only PipelineConfig fields "
+                             f"apply ({', '.join(pipeline_fields)})")
+
+    def config(self) -> dict[str, Any]:
+        return {"pipeline": dataclasses.asdict(self.pipeline), "features": None, "dataset_fn": self.fn}
+
+    def dataset(self, data: Optional[str], shards: Optional[str]) -> Any:
+        from tfpipe.bench import user_fns
+        from tfpipe.core.chain import chain_options
+
+        # tfpipe's own chain sets these from the toggles; so does a user's, so "off" is off there too.
+        return user_fns.call_dataset_fn(self.fn, self.pipeline, "train").with_options(
+            chain_options("train", self.pipeline))
 
 
-def parse_variant(spec: str, features: Any = None, overrides: Optional[Mapping[str, Any]] = None, *,
-                  dataset_fn: str = "") -> Variant:
-    """Parses a variant spec: `NAME[:field=value,...]`.
+@dataclasses.dataclass(frozen=True)
+class InputFnVariant(UserVariant):
+    """A user's plain Estimator input_fn, given params={"batch_size": pipeline.batch_size}."""
 
-    NAME is a preset (`optimized`, `naive`), `keras` (the recipe a Keras user would
-    write; takes batch_size, seed and the domain config's fields) or `shards` (the shard
-    folder, optimized preset; `shards:naive,...` for the naive one). Fields are
-    PipelineConfig fields and the fields of `features`' class, e.g. `optimized:fuse_maps=false`,
-    `naive:backend=librosa`, `optimized:batch_size=32,n_mels=40` (AudioConfig),
-    `optimized:dtype=uint8,height=96` (ImageConfig).
+    KIND: ClassVar[str] = "input_fn"
 
-    Args:
-      spec: the spec.
-      features: the domain config (AudioConfig, ImageConfig, ...) the spec's feature
-        fields start from; its class decides which feature fields exist. Default AudioConfig().
-      overrides: typed field values applied to every variant before its own.
-      dataset_fn: "MODULE:FUNCTION" of a user's dataset_fn: the variant is its PipelineConfig
-        handed to that function (presets and PipelineConfig fields only).
+    def config(self) -> dict[str, Any]:
+        return {"pipeline": None, "features": None, "input_fn": self.fn,
+                "params": {"batch_size": self.pipeline.batch_size}}
 
-    Raises:
-      ValueError: unknown name or field, or a bad value, naming the allowed ones.
-    """
-    features = AudioConfig() if features is None else features
-    config_class = type(features)
-    feature_names = [f.name for f in dataclasses.fields(config_class)]
-    fields = spec_fields(config_class)
-    name = spec.strip()
-    base, _, rest = (part.strip() for part in name.partition(":"))
-    if base not in BASES:
-        raise ValueError(f"variant {spec!r}: unknown name {base!r}; allowed: {', '.join(BASES)}, "
-                         f"each optionally with :field=value,... "
-                         f"(e.g. optimized:fuse_maps=false, naive:backend=librosa)")
-    if dataset_fn and base not in PRESETS:
-        raise ValueError(f"variant {spec!r}: with dataset_fn={dataset_fn!r} the variants are the presets "
-                         f"{', '.join(PRESETS)} (each optionally with :field=value) handed to your function; "
-                         f"{base} reads tfpipe's own data and does not apply")
-    items = [i.strip() for i in rest.split(",") if i.strip()]
-    preset = "naive" if base == "naive" else "optimized"
-    if base == "shards" and items and items[0] in PRESETS:
-        preset = items.pop(0)
-    own = _parse_items(items, name, config_class)
-    keras_fields = ("batch_size", "seed", *feature_names)
-    if base == "keras" and set(own) - set(keras_fields):
-        raise ValueError(f"variant {spec!r}: keras takes only batch_size, seed and {config_class.__name__} fields, "
-                         f"not {', '.join(sorted(set(own) - set(keras_fields)))}")
-    values = {**(overrides or {}), **own}
-    unknown = sorted(set(values) - set(fields))
-    if unknown:
-        raise ValueError(f"unknown field(s) {', '.join(unknown)}; allowed fields: {', '.join(fields)}")
-    feature_fields = sorted(set(values) & set(feature_names))
-    if dataset_fn and feature_fields:
-        raise ValueError(f"variant {spec!r}: {', '.join(feature_fields)}: {config_class.__name__} field(s) do not "
-                         f"reach dataset_fn={dataset_fn!r}, which builds its own features; only PipelineConfig "
-                         f"fields apply ({', '.join(_PIPELINE_FIELDS)})")
-    try:
-        pipeline = PipelineConfig.preset(preset, **{k: v for k, v in values.items() if k in _PIPELINE_FIELDS})
-        feats = dataclasses.replace(features, **{k: v for k, v in values.items() if k in feature_names})
-    except ValueError as e:
-        raise ValueError(f"variant {spec!r}: {e}") from None
-    if dataset_fn:
-        return Variant(name, "dataset_fn", pipeline, feats, tuple(own), fn=dataset_fn)
-    kind = base if base in ("keras", "shards") else "pipeline"
-    return Variant(name, kind, pipeline, feats, tuple(own))
+    def dataset(self, data: Optional[str], shards: Optional[str]) -> Any:
+        from tfpipe.bench import user_fns
 
-
-def input_fn_variant(spec: str, batch_size: int) -> Variant:
-    """A user's plain Estimator input_fn ("MODULE:FN" or "FILE.py:FN"), named by its spec."""
-    spec = spec.strip()
-    if ":" not in spec:
-        raise ValueError(f"input_fn {spec!r}: expected MODULE:FUNCTION or FILE.py:FUNCTION")
-    return Variant(spec, "input_fn", PipelineConfig.optimized(batch_size=batch_size), AudioConfig(), fn=spec)
-
-
-def split_variants(text: str) -> list[str]:
-    """Splits a comma-separated variant list, keeping each variant's overrides with it.
-
-    'naive,optimized:fuse_maps=false,n_mels=40,keras' ->
-    ['naive', 'optimized:fuse_maps=false,n_mels=40', 'keras'].
-
-    A comma starts a new variant only before a name (the part before ':' is one of
-    BASES); anything else continues the previous variant's overrides.
-    """
-    specs: list[str] = []
-    for token in (t.strip() for t in text.split(",")):
-        if token.partition(":")[0].strip() in BASES or not specs:
-            specs.append(token)
-        elif token:
-            specs[-1] += ("," if ":" in specs[-1] else ":") + token
-    return [s for s in specs if s]
-
-
-def _config_flips(config: Any) -> list[str]:
-    """`field=other` for each ABLATION_CONFIG_FIELDS field of `config` with two choices."""
-    flips = []
-    for f in dataclasses.fields(config):
-        choices = f.metadata.get("choices", ())
-        if f.name in ABLATION_CONFIG_FIELDS and len(choices) == 2:
-            flips.append(f"{f.name}={next(c for c in choices if c != getattr(config, f.name))}")
-    return flips
-
-
-def ablation_variants(features: Any = None,
-                      overrides: Optional[Mapping[str, Any]] = None, *, dataset_fn: str = "") -> list[Variant]:
-    """optimized and naive, then each TOGGLE flipped alone in each, then the other feature backend.
-
-    From optimized, flipping a toggle gives its naive value (prefetch_to_device, off in
-    both presets, is switched on); from naive, it switches the optimization on. The
-    domain config's implementation switches (ABLATION_CONFIG_FIELDS, e.g. AudioConfig's
-    backend) are flipped too, where it has them. With a dataset_fn the toggles are
-    flipped in the PipelineConfig handed to it (no config fields).
-    """
-    out = []
-    for preset in PRESETS:
-        base = parse_variant(preset, features, overrides, dataset_fn=dataset_fn)
-        out.append(base)
-        flips = [f"{t}={str(not getattr(base.pipeline, t)).lower()}" for t in TOGGLES]
-        if not dataset_fn:
-            flips += _config_flips(base.features)
-        out += [dataclasses.replace(parse_variant(f"{preset}:{flip}", features, overrides, dataset_fn=dataset_fn),
-                                    reference=preset)
-                for flip in flips]
-    return out
-
-
-def resolve_variants(variants: Sequence[Union[str, Variant]], features: Any = None,
-                     overrides: Optional[Mapping[str, Any]] = None, ablation: bool = False,
-                     baseline: Optional[str] = None, *, dataset_fn: str = "",
-                     input_fns: Sequence[str] = ()) -> list[Variant]:
-    """The variants to run, each with its reference set: specs parsed, ablation added, duplicates dropped.
-
-    input_fns come after the other variants, each named by its spec.
-    """
-    chosen = [v if isinstance(v, Variant) else parse_variant(v, features, overrides, dataset_fn=dataset_fn)
-              for v in variants]
-    chosen += ablation_variants(features, overrides, dataset_fn=dataset_fn) if ablation else []
-    if input_fns:
-        batch_size = (overrides or {}).get("batch_size", PipelineConfig().batch_size)
-        chosen += [input_fn_variant(spec, batch_size) for spec in input_fns]
-    first: dict[str, Variant] = {}
-    for v in chosen:
-        first.setdefault(v.name, v)  # a user's own spec wins over the same one from the ablation
-    unique = list(first.values())
-    if not unique:
-        raise ValueError("no variants to run; name some, e.g. --variants naive,optimized")
-    names = [v.name for v in unique]
-    baseline = baseline or names[0]
-    if baseline not in names:
-        raise ValueError(f"baseline {baseline!r} is not one of the variants: {', '.join(names)}")
-    return [dataclasses.replace(v, reference=baseline if v.name == baseline else v.reference or baseline)
-            for v in unique]
-
-
-def with_cores(variants: Sequence[Variant], cores: Optional[Sequence[int]]) -> list[Variant]:
-    """Each variant once per core count (variant-major: A@1, A@2, B@1, B@2); unchanged if no counts."""
-    if not cores:
-        return list(variants)
-    return [dataclasses.replace(v, cores=c) for v in variants for c in cores]
+        return user_fns.call_input_fn(self.fn, self.pipeline.batch_size, "train")

@@ -11,22 +11,18 @@ serving a command, so an idle variant's tf.data threads never run while another 
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import signal
 import subprocess
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import Any, Optional, Sequence
 
-from tfpipe.bench import domains as bench_domains
+from tfpipe.bench import batches as bench_batches
 from tfpipe.bench import ops as bench_ops
-from tfpipe.bench import user_fns
-from tfpipe.bench.ops import one_thread_rate  # noqa: F401
+from tfpipe.bench.ops import one_thread_rate
+from tfpipe.bench.user_fns import FunctionSpecError, UserFunctionError
 from tfpipe.errors import DataError
-
-if TYPE_CHECKING:
-    from tfpipe.bench.variants import Variant
 
 SETTLE_BATCHES = 1  # untimed at the start of every turn: the one whose making spans the pause
 FREEZE = hasattr(signal, "SIGSTOP")
@@ -80,66 +76,25 @@ def _rss_mb(key: str) -> float:
     return peak / (1 << 20 if sys.platform == "darwin" else 1 << 10)
 
 
-def _num_examples(batch: Any) -> int:
-    """Batch size of a (features, labels) batch."""
-    import tensorflow as tf
-
-    return int(tf.nest.flatten(batch)[-1].shape[0])
-
-
-def keras_recipe(data: str, v: Variant) -> Any:
-    """What a Keras user writes instead: the data's domain's keras_recipe (e.g. image_dataset_from_directory
-    + the same augmentation + prefetch), endless, in train mode."""
-    recipe = bench_domains.keras_recipe(bench_domains.of_config(v.features))
-    with contextlib.redirect_stdout(io.StringIO()):  # Keras prints "Found N files belonging to K classes."
-        return recipe(data, v.features, v.pipeline.batch_size, v.pipeline.seed, mode="train")
-
-
 def _dataset(job: dict) -> tuple[Any, bool]:
     """The variant's train dataset, and whether it was finite (then it is repeated here)."""
     import tensorflow as tf
 
-    from tfpipe.core.chain import build_dataset
-
-    v = job["variant"]
-    if v.kind == "keras":
-        ds = keras_recipe(job["data"], v)
-    elif v.kind == "dataset_fn":
-        ds = user_fns.call_dataset_fn(v.fn, v.pipeline, "train").with_options(toggle_options(v.pipeline))
-    elif v.kind == "input_fn":
-        ds = user_fns.call_input_fn(v.fn, v.pipeline.batch_size, "train")
-    else:
-        ds = build_dataset(job["shards"] if v.kind == "shards" else job["data"], "train",
-                                    v.pipeline, v.features)
+    ds = job["variant"].dataset(job["data"], job["shards"])
     cardinality = int(ds.cardinality())
     endless = cardinality == int(tf.data.INFINITE_CARDINALITY)
     # A finite (or unknown: flat_map, filter) dataset would end mid-turn; only a known one is noted.
     return (ds if endless else ds.repeat()), cardinality >= 0
 
 
-def toggle_options(p: Any) -> Any:
-    """The tf.data options tfpipe's own chain sets from the toggles, for a user's chain.
-
-    tf.data's default rewrites would quietly undo the "off" side: parallelize sequential
-    maps, fuse map+batch into a parallel op, inject a prefetch (see BUILD_NOTES.md).
-    """
-    import tensorflow as tf
-
-    options = tf.data.Options()
-    options.deterministic = p.deterministic
-    options.experimental_optimization.map_parallelization = p.parallel_map
-    options.experimental_optimization.map_and_batch_fusion = p.parallel_map
-    options.experimental_optimization.inject_prefetch = p.prefetch
-    return options
-
-
 def _epoch_batches(ds: Any, batch_size: int) -> Optional[int]:
     """Batches in one epoch of a chain: the last finite op's size, in batches (None: unknown)."""
+    from tfpipe.core.graph import walk
+
     epoch, batched = None, False
-    for prefix in bench_ops.chain(ds):
-        op = bench_ops.op_type(prefix)
-        batched = (batched or op in bench_ops.BATCH_OPS) and op not in bench_ops.UNBATCH_OPS
-        cardinality = int(prefix.cardinality())
+    for node in walk(ds):
+        batched = (batched or node.op in bench_ops.BATCH_OPS) and node.op not in bench_ops.UNBATCH_OPS
+        cardinality = int(node.dataset.cardinality()) if node.dataset is not None else -1
         if cardinality > 0:
             epoch = cardinality if batched else cardinality // max(1, batch_size)
     return epoch or None
@@ -149,32 +104,18 @@ def _build(state: dict, job: dict, warmup: int) -> dict:
     """Builds the variant's dataset; times build + first batch; takes `warmup` batches untimed.
 
     For a user's dataset, also reports its epoch in batches (None: unknown), which tfpipe
-    knows for its own chains from the data.
+    knows for its own chains from the data; for any, the padding share of these first batches.
     """
     start = time.perf_counter()
     state["dataset"], finite = _dataset(job)
     state["batches"] = iter(state["dataset"])
-    batch = next(state["batches"])
+    first_batches = [next(state["batches"])]
     first = time.perf_counter() - start
-    batch_size = _num_examples(batch)
-    for _ in range(warmup):
-        next(state["batches"])
-    user = job["variant"].kind in ("dataset_fn", "input_fn")
-    return {"first_batch_s": first, "repeated": finite, "batch_spec": describe_batch(batch),
-            "epoch_batches": _epoch_batches(state["dataset"], batch_size) if user else None}
-
-
-def describe_batch(batch: Any) -> str:
-    """What a batch holds, e.g. "({'image': uint8[64, 96, 96, 3]}, int64[64])": dtypes and shapes, no values."""
-    import tensorflow as tf
-
-    if isinstance(batch, dict):
-        return "{" + ", ".join(f"{k!r}: {describe_batch(v)}" for k, v in batch.items()) + "}"
-    if isinstance(batch, (tuple, list)):
-        return "(" + ", ".join(describe_batch(v) for v in batch) + ")"
-    if hasattr(batch, "dtype") and hasattr(batch, "shape"):
-        return f"{tf.as_dtype(batch.dtype).name}{list(batch.shape)}"
-    return type(batch).__name__
+    first_batches += [next(state["batches"]) for _ in range(warmup)]
+    batch_size = bench_batches.num_examples(first_batches[0])
+    return {"first_batch_s": first, "repeated": finite, "batch_spec": bench_batches.describe(first_batches[0]),
+            "padding_share": bench_batches.padding_share(first_batches, state["dataset"].element_spec),
+            "epoch_batches": _epoch_batches(state["dataset"], batch_size) if job["variant"].own_epoch else None}
 
 
 def _ops(state: dict, job: dict, budget_s: float, cores: int) -> bench_ops.OpsReport:
@@ -197,7 +138,7 @@ def _time(state: dict, job: dict, batches: int, step_s: float, min_s: float = 0.
             asked = time.perf_counter()
             batch = next(it)
             wait += time.perf_counter() - asked
-            examples += _num_examples(batch)
+            examples += bench_batches.num_examples(batch)
             if step_s:
                 time.sleep(step_s)  # the accelerator's step: releases the GIL like a real one
         taken += batches
@@ -241,11 +182,30 @@ def _stages(state: dict, job: dict, configs: Sequence[tuple], budget_s: float) -
                                          batch_size, budget_s)
         reports.append({"label": label, "names": tuple(names), "rates": tuple(rates),
                         "fused_rate": one_thread_rate(fused, 1, budget_s), "vectorized_rate": vectorized,
+                        "batched": len(after) if vectorized else 0,
                         "batch_size": batch_size})
     return reports
 
 
 _COMMANDS = {"build": _build, "time": _time, "stages": _stages, "ops": _ops}
+
+
+class VariantError(RuntimeError):
+    """A variant's worker failed (its chain raised while built or iterated), named by the variant."""
+
+
+# Errors a worker reports that the parent raises as themselves; any other is a VariantError.
+_ERRORS = {e.__name__: e for e in (DataError, ValueError, FunctionSpecError, UserFunctionError)}
+
+
+def _message(error: Exception) -> str:
+    """What the parent shows: the message, without TensorFlow's op context after its first line."""
+    import tensorflow as tf
+
+    text = str(error).strip()
+    if isinstance(error, tf.errors.OpError):  # "...\n\t [[{{node ...}}]] [Op:IteratorGetNext]"
+        text = error.message.strip().splitlines()[0] if error.message.strip() else text
+    return text
 
 
 def worker_main(conn: Any, job: dict) -> None:
@@ -271,7 +231,7 @@ def worker_main(conn: Any, job: dict) -> None:
     except (EOFError, KeyboardInterrupt):
         pass  # the parent is gone or interrupted: nobody to report to
     except Exception as e:  # reported to the parent, which raises it with the variant's name
-        conn.send(("error", (type(e).__name__, str(e))))
+        conn.send(("error", (type(e).__name__, _message(e))))
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -307,8 +267,8 @@ class Worker:
             self._signal("SIGSTOP")
         if status == "error":
             kind, message = payload
-            error = {"DataError": DataError, "ValueError": ValueError}.get(kind, RuntimeError)
-            raise error(f"variant {self.name!r}: {kind}: {message}")
+            error = _ERRORS.get(kind, VariantError)
+            raise error(f"variant {self.name!r}: " + (message if error is UserFunctionError else f"{kind}: {message}"))
         return payload
 
     def call(self, command: str, **kwargs: Any) -> dict:
