@@ -1,4 +1,5 @@
-"""The package's layering: no import cycles, and a core that knows no domain, format or tool."""
+"""The package's layering: no import cycle at any depth, a core that knows no domain, format or tool,
+and modules and functions of a size a reader takes in at once."""
 
 import ast
 import os
@@ -10,37 +11,44 @@ import pytest
 from tests.support import ROOT as _REPO
 
 ROOT = os.path.join(_REPO, "tfpipe")
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 450, 80
 
 
 def _modules():
-    """{module name: (top-level imports, all imports incl. inside functions)} for every tfpipe module."""
+    """{module name: path} for every tfpipe module."""
     found = {}
     for folder, _, files in os.walk(ROOT):
         for name in files:
-            if not name.endswith(".py"):
-                continue
-            path = os.path.join(folder, name)
-            rel = os.path.relpath(path, os.path.join(ROOT, "..")).removesuffix(".py").replace(os.sep, ".")
-            module = rel.removesuffix(".__init__")
-            tree = ast.parse(open(path).read())
-            top = _imports(tree.body, module)
-            every = _imports(list(ast.walk(tree)), module)
-            found[module] = (top, every)
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                rel = os.path.relpath(path, _REPO).removesuffix(".py").replace(os.sep, ".")
+                found[rel.removesuffix(".__init__")] = path
     return found
 
 
-def _imports(nodes, module):
-    names = set()
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            base = node.module
-            if node.level:  # relative import
-                base = ".".join(module.split(".")[:-node.level] + [node.module])
-            names.add(base)
-            names.update(f"{base}.{a.name}" for a in node.names)
-    return {n for n in names if n.startswith("tfpipe")}
+def _named(module, path, modules):
+    """(top-level imports, every module it names anywhere): imports inside functions, and strings
+    that name a module (import_module("tfpipe.x"), plug-in declarations, "tfpipe.x:attr")."""
+    tree = ast.parse(open(path).read())
+
+    def imports(nodes):
+        names = set()
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                names.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                base = node.module
+                if node.level:  # relative import
+                    parts = module.split(".") if path.endswith("__init__.py") else module.split(".")[:-1]
+                    base = ".".join(parts[:len(parts) - node.level + 1] + [node.module])
+                names.add(base)
+                names.update(f"{base}.{a.name}" for a in node.names)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and node.value.split(":")[0] in modules:
+                names.add(node.value.split(":")[0])
+        return {n for n in names if n.startswith("tfpipe")}
+
+    return imports(tree.body), imports(ast.walk(tree))
 
 
 def _resolve(name, modules):
@@ -50,52 +58,87 @@ def _resolve(name, modules):
     return name
 
 
-def test_module_level_imports_have_no_cycles():
+def _graph(every=True):
     modules = _modules()
-    graph = {m: {_resolve(n, modules) for n in top} - {m, ""} for m, (top, _) in modules.items()}
-    # tfpipe/__init__ imports nothing eagerly; packages importing their own submodules are not cycles
-    state, path = {}, []
-
-    def visit(m):
-        state[m] = "open"
-        path.append(m)
-        for n in sorted(graph.get(m, ())):
-            if n.startswith(m + "."):
-                continue
-            if state.get(n) == "open":
-                cycle = path[path.index(n):] + [n]
-                if not all(a.startswith(b + ".") or b.startswith(a + ".") for a, b in zip(cycle, cycle[1:])):
-                    pytest.fail("import cycle: " + " -> ".join(cycle))
-            elif n not in state:
-                visit(n)
-        path.pop()
-        state[m] = "done"
-
-    for m in sorted(graph):
-        if m not in state:
-            visit(m)
+    graph = {}
+    for module, path in modules.items():
+        top, everything = _named(module, path, modules)
+        targets = {_resolve(n, modules) for n in (everything if every else top)} - {module, ""}
+        # A module's own packages are imported before it anyway: not an edge of a cycle.
+        graph[module] = {t for t in targets if not module.startswith(t + ".")}
+    return graph
 
 
-def test_the_core_imports_no_domain_format_or_tool():
-    modules = _modules()
-    forbidden = ("tfpipe.domains", "tfpipe.storage", "tfpipe.shards", "tfpipe.bench", "tfpipe.cli",
-                 "tfpipe.service", "tfpipe.estimator", "tfpipe.audio", "tfpipe.sources", "tfpipe.pipeline",
-                 "tfpipe.synthetic")
-    for module, (top, every) in modules.items():
-        # config.py also keeps the old `tfpipe.config.AudioConfig` name, resolved on first use only
-        checked = every if module.startswith("tfpipe.core") else top
+def _cycles(graph):
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle_at_any_depth():
+    """Counting imports inside functions and module names in strings (import_module, plug-in lists)."""
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_lazy_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_core_names_no_domain_format_or_tool_anywhere():
+    forbidden = ("tfpipe.domains", "tfpipe.storage", "tfpipe.bench", "tfpipe.cli", "tfpipe.service",
+                 "tfpipe.estimator", "tfpipe.keras", "tfpipe.compat")
+    for module, targets in _graph().items():
         if module.startswith("tfpipe.core") or module in ("tfpipe.config", "tfpipe.errors"):
-            bad = sorted(n for n in checked if n.startswith(forbidden))
-            assert not bad, f"{module} imports {bad}"
+            bad = sorted(n for n in targets if n.startswith(forbidden))
+            assert not bad, f"{module} names {bad}"
 
 
 def test_domains_import_the_core_not_each_other_or_the_tools():
-    for module, (_, every) in _modules().items():
+    for module, targets in _graph().items():
         if module.startswith("tfpipe.domains."):
             own = ".".join(module.split(".")[:3])
-            bad = sorted(n for n in every if n.startswith("tfpipe.domains.") and not n.startswith(own)
+            bad = sorted(n for n in targets if n.startswith("tfpipe.domains.") and not n.startswith(own)
                          or n.startswith(("tfpipe.storage", "tfpipe.bench", "tfpipe.cli", "tfpipe.estimator")))
             assert not bad, f"{module} imports {bad}"
+
+
+def test_modules_and_functions_stay_readable_in_one_sitting():
+    too_long = []
+    for module, path in _modules().items():
+        source = open(path).read()
+        if source.count("\n") > MAX_MODULE_LINES:
+            too_long.append(f"{module}: {source.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    too_long.append(f"{module}.{node.name}: {length} lines")
+    assert not too_long, too_long
 
 
 def test_import_tfpipe_alone_loads_neither_tensorflow_nor_a_domain():
@@ -103,3 +146,11 @@ def test_import_tfpipe_alone_loads_neither_tensorflow_nor_a_domain():
             "if m.startswith(('tensorflow', 'tfpipe.domains', 'tfpipe.storage'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("plugin", ["tfpipe.domains.audio", "tfpipe.domains.image", "tfpipe.storage", "tfpipe.service"])
+def test_the_built_in_plug_ins_are_declared_by_the_package_top_not_named_by_the_core(plugin):
+    import tfpipe  # noqa: F401  (declares them)
+    from tfpipe.core import plugins
+
+    assert plugin in plugins._declared  # pylint: disable=protected-access

@@ -21,7 +21,7 @@ from typing import Any, Iterator, Optional, Sequence, TextIO
 
 import tensorflow as tf
 
-from tfpipe.bench.report import align_table
+from tfpipe.bench.text import align_table
 from tfpipe.config import PipelineConfig
 from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.core.chain import build_dataset

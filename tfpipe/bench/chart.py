@@ -9,7 +9,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from tfpipe.bench.report import BenchResult, _plural, _turn
+from tfpipe.bench.text import plural, turn
 
 _PALETTE = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860"]
 
@@ -24,17 +24,17 @@ def _figure(width: float) -> tuple[Any, Any]:
     return fig, fig.add_subplot()
 
 
-def plot_bench(result: BenchResult, path: str) -> None:
-    """Writes the chart (see `figure`) to `path` as a PNG."""
+def plot_bench(result: Any, path: str) -> None:
+    """Writes the chart of a BenchResult (see `figure`) to `path` as a PNG."""
     figure(result).savefig(path, dpi=120)
 
 
-def figure(result: BenchResult) -> Any:
+def figure(result: Any) -> Any:
     """The chart: grouped by core count when the run had `--cores`, else one bar per variant."""
     return _plot_cores(result) if result.settings.get("cores") else _plot_variants(result)
 
 
-def _plot_variants(result: BenchResult) -> Any:
+def _plot_variants(result: Any) -> Any:
     """Bar chart: median examples/s per variant, min-max whiskers, the limit of each measured feature config as a line."""
     from matplotlib.patches import Patch
 
@@ -71,7 +71,7 @@ def _plot_variants(result: BenchResult) -> Any:
     return _finish(fig, ax, result)
 
 
-def _plot_cores(result: BenchResult) -> Any:
+def _plot_cores(result: Any) -> Any:
     """Grouped bars: per variant, one bar per core count, labelled with its speed-up over the first count."""
     counts = list(result.settings["cores"])
     names = list(dict.fromkeys(v.name for v in result.variants))
@@ -84,7 +84,7 @@ def _plot_cores(result: BenchResult) -> Any:
         medians = [v.stats.median for v in runs]
         whiskers = [[v.stats.median - v.stats.min for v in runs], [v.stats.max - v.stats.median for v in runs]]
         bars = ax.bar(xs, medians, width, yerr=whiskers, capsize=2, color=_PALETTE[j % len(_PALETTE)],
-                      label=f"{_plural(count, 'core')}")
+                      label=f"{plural(count, 'core')}")
         for bar, v in zip(bars, runs):
             if v.speedup is not None and j:
                 ax.annotate(f"{v.speedup:.2f}x", (bar.get_x() + bar.get_width() / 2, v.stats.max),
@@ -101,13 +101,13 @@ def _plot_cores(result: BenchResult) -> Any:
     return _finish(fig, ax, result, " (labels: speed-up over the first count)")
 
 
-def _finish(fig: Any, ax: Any, result: BenchResult, note: str = "") -> Any:
+def _finish(fig: Any, ax: Any, result: Any, note: str = "") -> Any:
     """Axis label, title (two lines: fits 3 bars), layout, the caveats under it; the figure."""
     ax.set_ylabel("examples/s (median of rounds; whiskers: min-max)")
     s = result.settings
     size = f"{s['num_examples']} examples, " if s.get("num_examples") is not None else ""
     ax.set_title(f"tfpipe bench: {size}batch {s['batch_size']}{note},\n"
-                 f"{_plural(s['repeats'], 'round')} x {_turn(s)}", fontsize=10)
+                 f"{plural(s['repeats'], 'round')} x {turn(s)}", fontsize=10)
     cautions = result.caveats
     lines = [line for c in cautions for line in textwrap.wrap(f"caution: {c}", int(fig.get_figwidth() * 18))]
     if not lines:

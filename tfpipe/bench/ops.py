@@ -98,7 +98,7 @@ class OpsReport:
 
     def table_lines(self) -> list[str]:
         """The --ops section of the bench table."""
-        from tfpipe.bench.report import align_table
+        from tfpipe.bench.text import align_table
 
         rows = [["op", "name", "examples/s", "ms/example added", "parallel", "alone: examples/s", ""]]
         limiting = self.limiting

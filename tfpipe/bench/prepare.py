@@ -11,7 +11,8 @@ import tempfile
 import time
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from tfpipe.bench.report import SCHEMA, SCHEMA_VERSION, align_table
+from tfpipe.bench.report import SCHEMA, SCHEMA_VERSION
+from tfpipe.bench.text import align_table
 from tfpipe.bench import session
 from tfpipe.bench.session import progress_bar
 from tfpipe.domains.audio.config import AudioConfig

@@ -9,9 +9,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import statistics
-from typing import Any, Collection, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from tfpipe.bench import advice, caveats
+from tfpipe.bench.text import align_table, plural, turn  # noqa: F401  (align_table: its old home)
 from tfpipe.bench.ops import OpsReport
 from tfpipe.bench.stages import STAGE_NAMES, StageReport, added_ms  # noqa: F401  (their old home)
 
@@ -251,28 +252,6 @@ class BenchResult:
         plot_bench(self, path)
 
 
-def align_table(rows: Sequence[Sequence[Any]], right: Collection[int] = ()) -> list[str]:
-    """Rows of cells as aligned lines: columns in `right` right-aligned (numbers), the rest left."""
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(str(c).rjust(w) if i in right else str(c).ljust(w)
-                      for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
-
-
-def _plural(n: int, word: str) -> str:
-    """'1 round', '5 rounds'."""
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def _turn(settings: Mapping[str, Any]) -> str:
-    """What one turn is, e.g. "31 batches" or "epochs (31 batches) for >= 1 s"."""
-    counts = sorted(set(settings["turn_batches"].values()))
-    text = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
-    if settings["batches"]:
-        return f"{text} batches"
-    seconds = settings["turn_seconds"]
-    return f"epochs ({text} batches) for >= {seconds:g} s" if seconds else f"one epoch ({text} batches)"
-
-
 def _source(settings: Mapping[str, Any]) -> str:
     """What the variants read: "2000 examples in DIR", the dataset_fn, the input_fns."""
     parts = []
@@ -308,8 +287,8 @@ def bench_table(result: BenchResult) -> str:
 def _header(result: BenchResult) -> str:
     """The table's first line: what was read, rounds, turns, TensorFlow, cores."""
     s, m = result.settings, result.machine
-    return (f"tfpipe bench: {_source(s)}, {_plural(s['repeats'], 'round')} x "
-            f"{_turn(s)} (after {s['warmup']} warm-up), TF {m['tf_version']}, {m['usable_cores']} usable cores"
+    return (f"tfpipe bench: {_source(s)}, {plural(s['repeats'], 'round')} x "
+            f"{turn(s)} (after {s['warmup']} warm-up), TF {m['tf_version']}, {m['usable_cores']} usable cores"
             + (f", each variant pinned to {', '.join(map(str, s['cores']))} cores in turn" if s.get("cores") else "")
             + (f", simulated step {s['step_ms']:g} ms/batch" if s["step_ms"] > 0 else ""))
 
@@ -320,7 +299,7 @@ def _rows(result: BenchResult) -> list[str]:
     step, pinned = s["step_ms"] > 0, bool(s.get("cores"))
     padded = any(v.padding_share is not None for v in result.variants)
     head = ["variant"] + ["cores"] * pinned + ["examples/s", "per core", "min-max", "vs reference"]
-    head += [f"vs {_plural(s['cores'][0], 'core')}"] if pinned else []
+    head += [f"vs {plural(s['cores'][0], 'core')}"] if pinned else []
     head += ["first batch", "peak RSS", "% limit"] + ["padding"] * padded + ["ms/batch", "input wait"] * step
     rows = [head + ["note"]]
     for v in result.variants:

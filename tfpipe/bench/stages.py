@@ -117,7 +117,7 @@ class StageReport:
 
     def table_lines(self, pinned: bool = False) -> list[str]:
         """The stage section of the bench table: one row per stage, the limiting one marked, the limit."""
-        from tfpipe.bench.report import align_table
+        from tfpipe.bench.text import align_table
 
         rows = [["stage", "examples/s", "ms/example added", ""]]
         limiting = self.limiting

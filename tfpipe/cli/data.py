@@ -309,7 +309,7 @@ def _file_size(path: str) -> int:
 
 def _table(rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:
     """Rows as aligned columns (columns in `right` right-aligned)."""
-    from tfpipe.bench.report import align_table
+    from tfpipe.bench.text import align_table
 
     return "\n".join(align_table(rows, right))
 
