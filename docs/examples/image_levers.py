@@ -11,7 +11,9 @@ moment of the machine hits all arms of a round alike).
 
 Arms: tf-models, keras, optimized (tfpipe's defaults), and optimized with one lever undone:
 min_crop_area=0.35, dct_method=INTEGER_ACCURATE, fancy_upscaling=true, scaled_decode=false;
-also dtype=uint8 (bytes out, the model normalizes) and shards:DIR (a `tfpipe prepare` folder).
+also dtype=uint8 (bytes out, the model normalizes), cache=memory (a PipelineConfig field: the
+encoded bytes kept in RAM after a first epoch, crops still drawn anew) and shards:DIR (a
+`tfpipe prepare` folder).
 """
 
 import json
@@ -37,12 +39,15 @@ elif arm.startswith("shards:"):
     ds = tfpipe.build_dataset(arm[len("shards:"):], "train", pipe, features=config)
 else:
     edits = dict(e.split("=") for e in arm.split(":")[1].split(",")) if ":" in arm else {}
-    fields = {f.name: f for f in dataclasses.fields(config)}
-    typed = {k: (v == "true") if isinstance(getattr(config, k), bool) else type(getattr(config, k))(v)
-             for k, v in edits.items()}
-    ds = tfpipe.build_dataset(data, "train", pipe, features=dataclasses.replace(config, **typed))
+    def typed(obj, keys):
+        return {k: (v == "true") if isinstance(getattr(obj, k), bool) else type(getattr(obj, k))(v)
+                for k, v in edits.items() if k in keys}
+    pipe = dataclasses.replace(pipe, **typed(pipe, {f.name for f in dataclasses.fields(pipe)}))
+    config = dataclasses.replace(config, **typed(config, {f.name for f in dataclasses.fields(config)}))
+    ds = tfpipe.build_dataset(data, "train", pipe, features=config)
 it = iter(ds)
-for _ in range(5):  # warm-up: tracing, AUTOTUNE, the page cache
+# warm-up: tracing, AUTOTUNE, the page cache; with a cache, one whole epoch fills it first
+for _ in range(5 + (len(tfpipe.find(data).paths) // 64 if "cache=" in arm else 0)):
     next(it)
 start = time.perf_counter()
 for _ in range(batches):
