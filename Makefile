@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(shell cat setup.py | cksum | cut -d' ' -f1)
 install: $(STAMP)
 
 test: $(STAMP)
-	$(PY) -m pytest tests
+	$(PY) -m pytest -n 2 tests   # two test processes: most tests wait on subprocesses and servers
 
 demo: $(STAMP)
 	$(PY) -m estimator_demo
