@@ -197,3 +197,14 @@ def test_a_folder_tensorflow_datasets_prepared_is_read_with_its_own_decoders(tmp
     assert [int(x) for x in labels] == [int(i) % 3 for i in features["index"]]
     with pytest.raises(DataError, match=r"pass split= one of 'train', 'test'"):
         tfpipe.records(folder)
+
+
+def test_records_and_mixtures_name_their_kind_where_files_of_a_domain_are_needed(recs, tmp_path):
+    from tfpipe.keras import split_datasets
+
+    source = tfpipe.records(recs)
+    assert source.kind == "records" and tfpipe.mix([(source, 1.0)]).kind == "mixture"
+    with pytest.raises(ValueError, match=r"a records source; write_shards needs a domain's files"):
+        tfpipe.write_shards(source, str(tmp_path / "shards"), progress=False)
+    with pytest.raises(ValueError, match=r"is a mixture source, which cannot be split by file"):
+        split_datasets(tfpipe.mix([(source, 1.0)]), 0.2)

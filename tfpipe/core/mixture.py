@@ -34,6 +34,7 @@ class MixSource:
     read: Any = None
     process: Any = None
     batch_process: Any = None
+    kind = "mixture"  # what Source.kind names (not a field)
 
     @property
     def root(self) -> str:

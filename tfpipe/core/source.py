@@ -143,7 +143,6 @@ class FileSource:
     labels: tuple[int, ...]
     class_names: tuple[str, ...]
     domain: str = ""
-    index: None = None  # shard folders have one; kept so callers can ask any source
 
     @property
     def kind(self) -> str:

@@ -158,11 +158,13 @@ def _field(key: str, value: Any) -> Field:
 def prepare_files(data: Any, out_dir: str, features: Any, store: Optional[str], on_error: str,
                   dtype: str) -> Prepared:
     """A domain's files: found, the domain's schema, identity for resume (checked later: Prepared.checked)."""
-    from tfpipe.core.source import find, folder, get_domain
+    from tfpipe.core.source import FileSource, find, folder, get_domain
+    from tfpipe.storage.source import ShardSource
 
     source = find(data)
-    if getattr(source, "index", None) is not None or not getattr(source, "domain", ""):
-        what = "already a shard folder" if getattr(source, "index", None) is not None else "no built-in domain"
+    if not isinstance(source, FileSource) or not source.domain:
+        what = ("already a shard folder" if isinstance(source, ShardSource) else
+                "no built-in domain" if isinstance(source, FileSource) else f"a {source.kind} source")
         raise ValueError(f"{source.root}: {what}; write_shards needs a domain's files (a folder with one "
                          f"subfolder per class, or a CSV) or an iterable of example dicts")
     base = os.path.abspath(folder(source.root)) if source.root else ""

@@ -49,6 +49,7 @@ class RecordsSource:
     label_key: Optional[str] = None
     class_names: tuple[str, ...] = ()
     decode: Optional[Callable[..., Any]] = dataclasses.field(default=None, compare=False)
+    kind = "records"  # what Source.kind names (not a field)
 
     @property
     def num_examples(self) -> int:
