@@ -104,7 +104,7 @@ def test_every_bad_file_is_listed_with_its_reason_before_anything_is_written(tmp
 
 
 def test_an_input_listed_twice_is_rejected_by_name(tmp_path):
-    corpus = make_corpus(tmp_path / "corpus", per_class=2)
+    make_corpus(tmp_path / "corpus", per_class=2)
     rows = ["path,label", "a/a000.wav,a", "a/a001.wav,a", "b/b000.wav,b", "b/b001.wav,b", "a/a000.wav,a"]
     (tmp_path / "corpus" / "list.csv").write_text("\n".join(rows) + "\n")
     with pytest.raises(tfpipe.DataError, match=r"a000.wav: listed twice"):

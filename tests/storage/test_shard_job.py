@@ -24,7 +24,7 @@ def _write(data, out, **kwargs):
 
 def test_keys_and_reasons():
     assert input_key({"a": 1}, ["x"]) == input_key({"a": 1}, ["x"]) != input_key({"a": 2}, ["x"])
-    assert reject_reason(f"/d/caf\udce9.wav: empty file", "/d/caf\udce9.wav") == "empty file"
+    assert reject_reason("/d/caf\udce9.wav: empty file", "/d/caf\udce9.wav") == "empty file"
     assert display("caf\udce9.wav") == "caf\\xe9.wav" and display("ü") == "ü"
 
 

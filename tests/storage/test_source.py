@@ -14,7 +14,6 @@ import tensorflow as tf
 import tfpipe
 from tfpipe.core.graph import dataset_ops
 
-from tests.support import make_corpus
 
 FEAT = tfpipe.AudioConfig(clip_seconds=0.25)
 

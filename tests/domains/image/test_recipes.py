@@ -3,7 +3,6 @@ its eval images close to tfpipe's, random train crops, JPEG folders only."""
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import tfpipe
 from tests.support import encode, pattern, write
