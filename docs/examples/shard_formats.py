@@ -4,7 +4,9 @@ Each arm is a fresh process pinned with taskset that iterates
 build_dataset(DIR, "train", PipelineConfig.optimized(batch_size=64, **fields)) for SECONDS after a
 warm-up; arms take turns in every round; medians and ratios at the end. The arms: v1; v2 as
 tfpipe reads it by default (blocks shuffled whole, permuted per window, re-cut into batches);
-v2 with the example-level shuffle (shuffle_blocks=False: un-block, then a shuffle buffer).
+v2 with the example-level shuffle (shuffle_blocks=False: un-block, then a shuffle buffer); and
+"v2 read+parse": the v2 records read (parallel interleave) and parsed into blocks with nothing
+after them (no shuffle, batch or cast), the most any chain over these files can yield here.
 
     python docs/examples/shard_formats.py V1_DIR V2_DIR [ROUNDS] [SECONDS]
 """
@@ -17,9 +19,16 @@ _ARM = """
 import os, sys, time
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import tfpipe
-fields = dict(f.split("=") for f in sys.argv[3].split(",") if f)
-pipe = tfpipe.PipelineConfig.optimized(batch_size=64, **{k: v == "true" for k, v in fields.items()})
-it = iter(tfpipe.build_dataset(sys.argv[1], "train", pipe))
+import tensorflow as tf
+if sys.argv[3] == "read_only":
+    source = tfpipe.find(sys.argv[1]).chain_input("train")
+    blocks = source.files.repeat().interleave(source.expand, cycle_length=len(os.sched_getaffinity(0)),
+                                              num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+    it = iter(blocks.prefetch(tf.data.AUTOTUNE))
+else:
+    fields = dict(f.split("=") for f in sys.argv[3].split(",") if f)
+    pipe = tfpipe.PipelineConfig.optimized(batch_size=64, **{k: v == "true" for k, v in fields.items()})
+    it = iter(tfpipe.build_dataset(sys.argv[1], "train", pipe))
 for _ in range(30):  # warm-up: threads, buffers, page cache
     next(it)
 n, start = 0, time.perf_counter()
@@ -30,7 +39,8 @@ print(n / (time.perf_counter() - start))
 
 
 def main(v1: str, v2: str, rounds: int = 3, seconds: float = 3.0) -> None:
-    kinds = (("v1", v1, ""), ("v2", v2, ""), ("v2 example shuffle", v2, "shuffle_blocks=false"))
+    kinds = (("v1", v1, ""), ("v2", v2, ""), ("v2 example shuffle", v2, "shuffle_blocks=false"),
+             ("v2 read+parse", v2, "read_only"))
     arms = [(name, folder, fields, cores) for cores in ("0", "0,1") for name, folder, fields in kinds]
     rates = {(name, cores): [] for name, _, _, cores in arms}
     for _ in range(rounds):
@@ -42,7 +52,7 @@ def main(v1: str, v2: str, rounds: int = 3, seconds: float = 3.0) -> None:
     for (name, cores), value in med.items():
         print(f"{name} on {len(cores.split(','))} core(s): {value:,.0f} examples/s (median of {rounds})")
     for cores in ("0", "0,1"):
-        for name in ("v2", "v2 example shuffle"):
+        for name in ("v2", "v2 example shuffle", "v2 read+parse"):
             print(f"{name} / v1 on {len(cores.split(','))} core(s): {med[(name, cores)] / med[('v1', cores)]:.2f}x")
     for name, _, _ in kinds:
         print(f"{name} 2 cores / 1 core: {med[(name, '0,1')] / med[(name, '0')]:.2f}x")
