@@ -2,9 +2,16 @@
 
 A snapshot ("snapshot:DIR") outlives the process, so it must never serve data that changed
 since it was written: it lives in a subfolder of DIR named by a fingerprint of every file it
-was read from (path, size, modification time), and tf.data adds its own key of the dataset
-graph (functions, features) below that. A file rewritten in place (same size) has a new
+was read from (path, size, modification time), and below that a key of the dataset graph above
+the cache (its ops and functions). A file rewritten in place (same size) has a new
 modification time, so the next build reads afresh instead of the stale snapshot.
+
+The graph key is tfpipe's, not tf.data's: TensorFlow's own fingerprint of one unchanged graph
+now and then differs between processes (tensorflow#61317; here 1 run in ~6, more on a busy
+machine), and each new fingerprint writes a whole new snapshot. tfpipe hashes the graph as
+Python serialized it, with function names made canonical (their numbers count functions traced
+earlier in the process), and hands that to the snapshot op; where the graph cannot be
+serialized, tf.data's own fingerprint is used.
 """
 
 from __future__ import annotations
@@ -25,8 +32,68 @@ def cache(ds: tf.data.Dataset, where: str, inputs: Any) -> tf.data.Dataset:
     if where.startswith(SNAPSHOT):
         folder = where.removeprefix(SNAPSHOT)
         check_space(folder, inputs.paths)
-        return ds.snapshot(os.path.join(folder, contents_key(inputs.paths)))
+        return _snapshot(ds, os.path.join(folder, contents_key(inputs.paths)))
     return ds.cache("" if where == "memory" else where)
+
+
+def _snapshot(ds: tf.data.Dataset, path: str) -> tf.data.Dataset:
+    """`ds.snapshot(path)` keyed by `graph_key(ds)` instead of tf.data's own fingerprint."""
+    import multiprocessing
+
+    from tensorflow.python.data.ops import snapshot_op  # TF 2.15's Dataset.snapshot, with its hash attrs
+
+    key = graph_key(ds)
+    if key is None:
+        return ds.snapshot(path)
+
+    class KeyedSnapshot(snapshot_op._SnapshotDataset):  # pylint: disable=protected-access
+        @property
+        def _common_args(self):
+            return {**super()._common_args, "hash_valid": True, "hash": key}
+
+    shards = multiprocessing.cpu_count()  # as Dataset.snapshot shards its writes
+    keyed = KeyedSnapshot(ds.enumerate(), path, shard_func=lambda index, _: index % shards)
+    return keyed.map(lambda _, element: element)
+
+
+def graph_key(ds: tf.data.Dataset) -> int | None:
+    """A 63-bit key of `ds`'s graph that is the same in every process for the same pipeline.
+
+    Function names and the datasets' metadata names carry counters of what was traced or built
+    before them in the process, so function names become their base names (the functions are
+    hashed in sorted order) and the metadata is left out. None where the
+    graph cannot be serialized here (then tf.data's own fingerprint is used).
+    """
+    import re
+
+    try:
+        # External state (a lookup table's contents) is left out, as tf.data's own fingerprint does.
+        as_graph = ds._as_serialized_graph(  # pylint: disable=protected-access
+            external_state_policy=tf.data.experimental.ExternalStatePolicy.IGNORE, strip_device_assignment=True)
+        if tf.executing_eagerly():
+            serialized = as_graph.numpy()
+        else:
+            with tf.compat.v1.Session(graph=as_graph.graph) as session:
+                serialized = session.run(as_graph)
+    except (tf.errors.OpError, ValueError, TypeError):  # e.g. a placeholder in the graph: tf.data's own key
+        return None
+    graph = tf.compat.v1.GraphDef.FromString(serialized)
+    for node in [*graph.node, *(n for f in graph.library.function for n in f.node_def)]:
+        if "metadata" in node.attr:
+            del node.attr["metadata"]  # a dataset's name for metrics ("MapDataset:5"): a process counter
+    names = [f.signature.name for f in graph.library.function]
+    base = {name: re.sub(r"_\d+$", "", name) for name in names}
+    pattern = re.compile("|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))) if names else None
+
+    def canonical(text: str) -> str:
+        return pattern.sub(lambda m: base[m.group(0)], text) if pattern else text
+
+    functions = sorted(canonical(str(f)) for f in graph.library.function)
+    del graph.library.function[:]
+    digest = hashlib.sha256(canonical(str(graph)).encode())
+    for text in functions:
+        digest.update(text.encode())
+    return int.from_bytes(digest.digest()[:8], "big") >> 1
 
 
 def check_space(folder: str, paths: Sequence[str]) -> None:
