@@ -95,6 +95,19 @@ def test_the_snapshot_key_is_the_same_in_every_process_and_changes_with_the_grap
     assert keys[0] == keys[1] != keys[2]  # same graph after other functions: same key; another function: another
 
 
+def test_two_maps_with_swapped_functions_get_different_snapshot_keys():
+    import tensorflow as tf
+
+    from tfpipe.core.cache import graph_key
+
+    def pipeline(first, second):
+        return tf.data.Dataset.range(4).map(first).map(second)
+
+    double, add_one = (lambda x: x * 2), (lambda x: x + 1)  # both traced as "..._lambda_N"
+    assert graph_key(pipeline(double, add_one)) == graph_key(pipeline(double, add_one))
+    assert graph_key(pipeline(double, add_one)) != graph_key(pipeline(add_one, double))
+
+
 def test_the_snapshot_key_is_found_inside_an_estimator_graph_too():
     import tensorflow as tf
 

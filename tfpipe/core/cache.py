@@ -9,9 +9,8 @@ modification time, so the next build reads afresh instead of the stale snapshot.
 The graph key is tfpipe's, not tf.data's: TensorFlow's own fingerprint of one unchanged graph
 now and then differs between processes (tensorflow#61317; here 1 run in ~6, more on a busy
 machine), and each new fingerprint writes a whole new snapshot. tfpipe hashes the graph as
-Python serialized it, with function names made canonical (their numbers count functions traced
-earlier in the process), and hands that to the snapshot op; where the graph cannot be
-serialized, tf.data's own fingerprint is used.
+Python serializes it, without the per-process counters in its names, and hands that to the
+snapshot op; where the graph cannot be serialized, tf.data's own fingerprint is used.
 """
 
 from __future__ import annotations
@@ -60,9 +59,9 @@ def graph_key(ds: tf.data.Dataset) -> int | None:
     """A 63-bit key of `ds`'s graph that is the same in every process for the same pipeline.
 
     Function names and the datasets' metadata names carry counters of what was traced or built
-    before them in the process, so function names become their base names (the functions are
-    hashed in sorted order) and the metadata is left out. None where the
-    graph cannot be serialized here (then tf.data's own fingerprint is used).
+    before them in the process: the metadata is left out, and each function is renamed by the
+    order in which the graph first calls it, so two maps with swapped bodies still differ.
+    None where the graph cannot be serialized here (then tf.data's own fingerprint is used).
     """
     import re
 
@@ -78,22 +77,46 @@ def graph_key(ds: tf.data.Dataset) -> int | None:
     except (tf.errors.OpError, ValueError, TypeError):  # e.g. a placeholder in the graph: tf.data's own key
         return None
     graph = tf.compat.v1.GraphDef.FromString(serialized)
-    for node in [*graph.node, *(n for f in graph.library.function for n in f.node_def)]:
+    functions = {f.signature.name: f for f in graph.library.function}
+    for node in [*graph.node, *(n for f in functions.values() for n in f.node_def)]:
         if "metadata" in node.attr:
             del node.attr["metadata"]  # a dataset's name for metrics ("MapDataset:5"): a process counter
-    names = [f.signature.name for f in graph.library.function]
-    base = {name: re.sub(r"_\d+$", "", name) for name in names}
-    pattern = re.compile("|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))) if names else None
+    order = _call_order(graph.node, functions)
+    names = re.compile(r"(?<!\w)(" + "|".join(map(re.escape, order)) + r")(?!\w)") if order else None
 
-    def canonical(text: str) -> str:
-        return pattern.sub(lambda m: base[m.group(0)], text) if pattern else text
+    def canonical(message) -> str:
+        text = str(message)
+        return names.sub(lambda m: f"function_{order[m.group(1)]}", text) if names else text
 
-    functions = sorted(canonical(str(f)) for f in graph.library.function)
     del graph.library.function[:]
-    digest = hashlib.sha256(canonical(str(graph)).encode())
-    for text in functions:
-        digest.update(text.encode())
+    digest = hashlib.sha256(canonical(graph).encode())
+    for name in sorted(order, key=order.get):
+        digest.update(canonical(functions[name]).encode())
     return int.from_bytes(digest.digest()[:8], "big") >> 1
+
+
+def _call_order(nodes, functions: dict) -> dict[str, int]:
+    """{function name: its rank} in the order a walk of `nodes` first calls each (by op or attribute)."""
+    order: dict[str, int] = {}
+
+    def visit(name: str) -> None:
+        if name in functions and name not in order:
+            order[name] = len(order)
+            for node in functions[name].node_def:
+                visit_node(node)
+
+    def visit_node(node) -> None:
+        visit(node.op)
+        for key in sorted(node.attr):
+            value = node.attr[key]
+            for name in ([value.func.name] if value.HasField("func") else []) + [f.name for f in value.list.func]:
+                visit(name)
+
+    for node in nodes:
+        visit_node(node)
+    for name in sorted(functions, key=lambda n: str(functions[n].node_def)):  # never called: by body
+        visit(name)
+    return order
 
 
 def check_space(folder: str, paths: Sequence[str]) -> None:
