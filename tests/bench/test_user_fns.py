@@ -52,3 +52,28 @@ def test_a_file_that_fails_on_import_is_named_with_its_line(tmp_path):
     path.write_text("def dataset_fn(pipeline, mode)\n    pass\n")
     with pytest.raises(UserFunctionError, match=rf"importing {path} raised SyntaxError: .* \(at {path}:1"):
         bench.load_fn(f"{path}:dataset_fn")
+
+
+MIXTURE = '''
+import tfpipe
+from tfpipe.domains.audio.config import AudioConfig
+
+
+def mix_fn(pipeline, mode):  # a wav folder and a shard folder, 3:1, under the toggles bench hands in
+    source = tfpipe.mix([({folder!r}, 0.75), ({shards!r}, 0.25)])
+    return tfpipe.build_dataset(source, mode, pipeline, features=AudioConfig(clip_seconds=0.25))
+'''
+
+
+def test_a_mixture_is_timed_like_any_pipeline(tiny, tiny_shards, tmp_path):
+    path = tmp_path / "my_mixture.py"
+    path.write_text(MIXTURE.format(folder=tiny, shards=tiny_shards))
+    result = bench.run(dataset_fn=f"{path}:mix_fn", variants=["naive", "optimized"], ops=True, batches=2,
+                       repeats=1, warmup=1, overrides={"batch_size": 4}, stage_seconds=0.05, progress=False)
+    assert [v.name for v in result.variants] == ["naive", "optimized"]
+    assert all(v.turns[0].examples == 8 and v.stats.median > 0 for v in result.variants)
+    naive, optimized = ([o.op for o in report.ops] for report in result.ops)
+    for chain in naive, optimized:  # both members reach one weighted draw
+        assert "DirectedInterleaveDataset" in chain
+    assert not any("Parallel" in op for op in naive)  # the naive preset stays sequential inside a mixture
+    assert any("Parallel" in op for op in optimized)

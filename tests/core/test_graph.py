@@ -39,6 +39,25 @@ def test_branches_visits_every_input_before_the_op_that_reads_it():
         "RangeDataset", "MapDataset", "TensorSliceDataset", "ShuffleDatasetV3", "ZipDataset", "BatchDatasetV2"]
 
 
+def _mixture():
+    first = tf.data.Dataset.range(3).map(lambda x: x, name="first")
+    second = tf.data.Dataset.range(5, 8).map(lambda x: x, name="second")
+    return tf.data.Dataset.sample_from_datasets([first, second], [0.5, 0.5], seed=1).batch(2)
+
+
+def test_a_mixtures_main_chain_is_its_first_member_not_the_member_picker():
+    ds = _mixture()
+    nodes = walk(ds)
+    assert [(n.op, n.name) for n in nodes] == [("RangeDataset", ""), ("MapDataset", "first"),
+                                               ("DirectedInterleaveDataset", ""), ("BatchDatasetV2", "")]
+    assert sorted(nodes[1].dataset.as_numpy_iterator()) == [0, 1, 2]  # the prefix is the first member
+    assert sorted(int(x) for b in nodes[3].dataset.as_numpy_iterator() for x in b) == [0, 1, 2, 5, 6, 7]
+    with tf.Graph().as_default():  # an Estimator's input_fn: the same chain from the graph
+        assert [n.name for n in walk(_mixture())] == ["", "first", "", ""]
+    picked = [n.name for n in walk(ds, branches=True)]
+    assert "first" in picked and "second" in picked  # every member with branches
+
+
 def test_a_wrapper_without_an_op_of_its_own_is_not_listed_twice():
     ds = tf.compat.v1.data.Dataset.range(3).map(lambda x: x)  # DatasetV1Adapter around each dataset
     assert dataset_ops(ds) == ["RangeDataset", "MapDataset"]

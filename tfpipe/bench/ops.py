@@ -148,9 +148,10 @@ def _examples_counter(batched: bool) -> Callable:
         return tf.shape(x, out_type=tf.int64)[0]
 
     def add(total, element):
-        if not batched:
+        first = tf.nest.flatten(element)[0]
+        if not batched or first.shape.rank == 0:  # a scalar: one example (a map after a batch may reduce it)
             return total + 1
-        return total + leading(tf.nest.flatten(element)[0])
+        return total + leading(first)
 
     return add
 

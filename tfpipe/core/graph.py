@@ -48,8 +48,9 @@ def walk(ds: tf.data.Dataset, *, branches: bool = False) -> list[Node]:
     Args:
       ds: any tf.data.Dataset, built eagerly or in graph mode (an Estimator's input_fn).
       branches: also walk every other input of an op with several (zip, concatenate, a mixture's
-        datasets), each before the op that reads it; by default only the first input, i.e. the
-        main chain (what `dataset_ops` lists and the bench times prefix by prefix).
+        datasets and its selector), each before the op that reads it; by default only the main
+        input (the first; a mixture's first member), i.e. the main chain (what `dataset_ops`
+        lists and the bench times prefix by prefix).
 
     Returns:
       The nodes, sources first, the output last.
@@ -86,6 +87,12 @@ def _graph(ds: tf.data.Dataset) -> tuple[Any, str]:
     return graph, output
 
 
+# Ops whose first input is not the data: a mixture's (sample_from_datasets) first input picks the
+# member of each element; its main chain is the first member's.
+_MAIN_INPUT = {"DirectedInterleaveDataset": 1, "ExperimentalDirectedInterleaveDataset": 1}
+_MAIN_PY_INPUT = {"_DirectedInterleaveDataset": 1}  # the Python class of the same op
+
+
 def _dataset_inputs(node: Any, nodes: Mapping[str, Any]) -> list[Any]:
     """The ops whose datasets `node` reads, in input order (control inputs and tensors left out)."""
     names = [i.split(":")[0] for i in node.input if not i.startswith("^")]
@@ -97,7 +104,10 @@ def _post_order(nodes: Mapping[str, Any], output: str, branches: bool) -> list[A
     out, seen, todo = [], set(), [(nodes[output], False)]
     while todo:
         node, expanded = todo.pop()
-        inputs = _dataset_inputs(node, nodes)[:None if branches else 1]
+        inputs = _dataset_inputs(node, nodes)
+        if not branches:
+            main = _MAIN_INPUT.get(node.op, 0)
+            inputs = inputs[main:main + 1] or inputs[:1]
         if expanded or not inputs:
             if node.name not in seen:
                 seen.add(node.name)
@@ -117,7 +127,7 @@ def _python_chain(ds: tf.data.Dataset) -> list[tf.data.Dataset]:
             chain.append(ds)
         if not inputs:
             return chain[::-1]
-        ds = inputs[0]
+        ds = inputs[min(_MAIN_PY_INPUT.get(type(ds).__name__, 0), len(inputs) - 1)]
 
 
 def _pair(ds: tf.data.Dataset, chain: list[str]) -> dict[str, tf.data.Dataset]:
