@@ -87,6 +87,10 @@ class PipelineConfig:
         bucket; () = off: one padded_batch pads every batch to its longest example.
       bucket_key: the feature whose leading dimension is an example's length ("": the one
         feature whose length varies).
+      reuse_memory: glibc's malloc keeps freed large buffers (up to 1 GiB) for the next batch
+        instead of returning them to the kernel and faulting their pages in again for every
+        batch (tfpipe.core.memory). Process-wide once a pipeline with it is built; the
+        process's resident size then stays near its peak.
     """
 
     repeat_before_shuffle: bool = config_field(True, "Repeat before shuffling (no refill stall at epoch ends).")
@@ -118,6 +122,8 @@ class PipelineConfig:
                                                 "e.g. 50,100,200 (empty: one padded_batch).")
     bucket_key: str = config_field("", "Feature whose leading dimension is an example's length (empty: the one "
                                        "that varies).")
+    reuse_memory: bool = config_field(True, "Keep freed large buffers for the next batch (glibc malloc) instead of "
+                                            "faulting their pages in again every batch; process-wide.")
 
     def __post_init__(self):
         object.__setattr__(self, "bucket_boundaries", _lengths(self.bucket_boundaries))
@@ -139,7 +145,7 @@ class PipelineConfig:
         off = dict(repeat_before_shuffle=False, shuffle_filenames=False, fuse_maps=False,
                    parallel_map=False, parallel_reads=False, vectorize=False, prefetch=False,
                    deterministic=True, cache="", prefetch_to_device=False, shuffle_buffer=0,
-                   shuffle_blocks=False)
+                   shuffle_blocks=False, reuse_memory=False)
         return cls(**{**off, **overrides})
 
     @classmethod

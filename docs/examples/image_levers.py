@@ -12,8 +12,11 @@ moment of the machine hits all arms of a round alike).
 Arms: tf-models, keras, optimized (tfpipe's defaults), and optimized with one lever undone:
 min_crop_area=0.35, dct_method=INTEGER_ACCURATE, fancy_upscaling=true, scaled_decode=false;
 also dtype=uint8 (bytes out, the model normalizes), cache=memory (a PipelineConfig field: the
-encoded bytes kept in RAM after a first epoch, crops still drawn anew) and shards:DIR (a
-`tfpipe prepare` folder).
+encoded bytes kept in RAM after a first epoch, crops still drawn anew), reuse_memory=false
+(glibc's malloc as it is: every float batch's buffers faulted in anew) and shards:DIR (a
+`tfpipe prepare` folder). `tf-models:reuse_memory=true` / `keras:reuse_memory=true` run a
+recipe with the process setting tfpipe's chain applies (tfpipe.core.memory), to show which
+part of a difference is the allocator's.
 """
 
 import json
@@ -28,13 +31,15 @@ import dataclasses
 import tfpipe
 from tfpipe.domains.image.keras import keras_recipe
 from tfpipe.domains.image.recipes import tf_models_recipe
+from tfpipe.core import memory
 data, arm, batches = sys.argv[1], sys.argv[2], int(sys.argv[3])
 config = tfpipe.ImageConfig(height=224, width=224)
 pipe = tfpipe.PipelineConfig.optimized(batch_size=64, seed=0)
-if arm == "tf-models":
-    ds = tf_models_recipe(data, config, 64, seed=0)
-elif arm == "keras":
-    ds = keras_recipe(data, config, 64, seed=0)
+recipe = {"tf-models": tf_models_recipe, "keras": keras_recipe}.get(arm.split(":")[0])
+if recipe:
+    if arm.endswith(":reuse_memory=true"):
+        memory.reuse_large_buffers()
+    ds = recipe(data, config, 64, seed=0)
 elif arm.startswith("shards:"):
     ds = tfpipe.build_dataset(arm[len("shards:"):], "train", pipe, features=config)
 else:
@@ -57,7 +62,8 @@ print(json.dumps({"examples_per_s": batches * 64 / (time.perf_counter() - start)
 
 ARMS = ("tf-models", "keras", "optimized", "optimized:min_crop_area=0.35",
         "optimized:dct_method=INTEGER_ACCURATE", "optimized:fancy_upscaling=true",
-        "optimized:scaled_decode=false", "optimized:dtype=uint8")
+        "optimized:scaled_decode=false", "optimized:reuse_memory=false", "optimized:dtype=uint8",
+        "tf-models:reuse_memory=true")
 
 
 def run(data: str, arm: str, batches: int) -> float:

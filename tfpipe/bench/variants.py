@@ -260,9 +260,12 @@ class DatasetFnVariant(UserVariant):
 
     def dataset(self, data: Optional[str], shards: Optional[str]) -> Any:
         from tfpipe.bench import user_fns
+        from tfpipe.core import memory
         from tfpipe.core.chain import chain_options
 
         # tfpipe's own chain sets these from the toggles; so does a user's, so "off" is off there too.
+        if self.pipeline.reuse_memory:
+            memory.reuse_large_buffers()
         return user_fns.call_dataset_fn(self.fn, self.pipeline, "train").with_options(
             chain_options("train", self.pipeline))
 

@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from tfpipe.config import PipelineConfig
 from tfpipe.core import cache as cache_lib
+from tfpipe.core import memory
 from tfpipe.core import plugins
 from tfpipe.core import resume as resume_lib
 from tfpipe.core.mixture import mix_datasets
@@ -162,6 +163,8 @@ def apply(steps: Sequence[Step], inputs: ChainInput, p: PipelineConfig, request:
     """Runs the plan's steps over the source's file table; the chain's options last."""
     ctx = _Context(inputs, p, request, input_context, start_example)
     check_not_empty(inputs, p, request, steps, input_context.num_input_pipelines if request.sharded else 1)
+    if p.reuse_memory:
+        memory.reuse_large_buffers()  # the process's malloc: big batches reuse freed buffers
     return run_steps(inputs.files, steps, ctx).with_options(chain_options(request.mode, p))
 
 
