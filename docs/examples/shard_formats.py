@@ -8,7 +8,10 @@ v2 with the example-level shuffle (shuffle_blocks=False: un-block, then a shuffl
 "v2 read+parse": the v2 records read (parallel interleave) and parsed into blocks with nothing
 after them (no shuffle, batch or cast), the most any chain over these files can yield here.
 
-    python docs/examples/shard_formats.py V1_DIR V2_DIR [ROUNDS] [SECONDS]
+    python docs/examples/shard_formats.py V1_DIR V2_DIR [ROUNDS] [SECONDS] [CORE_SETS]
+
+CORE_SETS: the taskset core lists to compare, ';'-separated (default "0;0,1": 1 and 2 cores;
+on a 16-core host e.g. "0-3;0-15").
 """
 
 import statistics
@@ -38,10 +41,17 @@ print(n / (time.perf_counter() - start))
 """
 
 
-def main(v1: str, v2: str, rounds: int = 3, seconds: float = 3.0) -> None:
+def _count(cores: str) -> int:
+    """How many cores a taskset list names ("0-3,8" -> 5)."""
+    return sum(int(b) - int(a) + 1 if "-" in part else 1
+               for part in cores.split(",") for a, _, b in [part.partition("-")])
+
+
+def main(v1: str, v2: str, rounds: int = 3, seconds: float = 3.0, core_sets: str = "0;0,1") -> None:
     kinds = (("v1", v1, ""), ("v2", v2, ""), ("v2 example shuffle", v2, "shuffle_blocks=false"),
              ("v2 read+parse", v2, "read_only"))
-    arms = [(name, folder, fields, cores) for cores in ("0", "0,1") for name, folder, fields in kinds]
+    sets = core_sets.split(";")
+    arms = [(name, folder, fields, cores) for cores in sets for name, folder, fields in kinds]
     rates = {(name, cores): [] for name, _, _, cores in arms}
     for _ in range(rounds):
         for name, folder, fields, cores in arms:
@@ -50,13 +60,14 @@ def main(v1: str, v2: str, rounds: int = 3, seconds: float = 3.0) -> None:
             rates[(name, cores)].append(float(out.strip().splitlines()[-1]))
     med = {arm: statistics.median(v) for arm, v in rates.items()}
     for (name, cores), value in med.items():
-        print(f"{name} on {len(cores.split(','))} core(s): {value:,.0f} examples/s (median of {rounds})")
-    for cores in ("0", "0,1"):
+        print(f"{name} on {_count(cores)} core(s): {value:,.0f} examples/s (median of {rounds})")
+    for cores in sets:
         for name in ("v2", "v2 example shuffle", "v2 read+parse"):
-            print(f"{name} / v1 on {len(cores.split(','))} core(s): {med[(name, cores)] / med[('v1', cores)]:.2f}x")
+            print(f"{name} / v1 on {_count(cores)} core(s): {med[(name, cores)] / med[('v1', cores)]:.2f}x")
     for name, _, _ in kinds:
-        print(f"{name} 2 cores / 1 core: {med[(name, '0,1')] / med[(name, '0')]:.2f}x")
+        print(f"{name} {_count(sets[-1])} cores / {_count(sets[0])}: {med[(name, sets[-1])] / med[(name, sets[0])]:.2f}x")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], *(float(a) if i else int(a) for i, a in enumerate(sys.argv[3:])))
+    kinds = (int, float, str)
+    main(sys.argv[1], sys.argv[2], *(kind(a) for kind, a in zip(kinds, sys.argv[3:])))
