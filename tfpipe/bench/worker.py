@@ -219,6 +219,10 @@ def worker_main(conn: Any, job: dict) -> None:
         import tensorflow as tf
 
         tf.get_logger().setLevel("ERROR")
+        for gpu in tf.config.list_physical_devices("GPU"):
+            # The variants share the card, each paused while another runs: without this the first
+            # worker maps all of its memory and the next fails "cudaSetDevice() ... out of memory".
+            tf.config.experimental.set_memory_growth(gpu, True)
         conn.send(("ok", {"import_rss_mb": _rss_mb("VmRSS"), "tf_version": tf.__version__,
                           "gpu": bool(tf.config.list_physical_devices("GPU")), "usable_cores": usable_cores()}))
         state: dict = {}
