@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import warnings
 from typing import Any, Callable, Optional, Sequence
 
 import tensorflow as tf
@@ -157,4 +158,9 @@ def train_distribute(pipeline: Optional[PipelineConfig] = None,
         if not gpus or (len(gpus) == 1 and not pipeline.prefetch_to_device):
             return None
         devices = [d.name for d in gpus]
+    # Under a strategy, TF 2.15's Estimator reads each input's tf.data options in graph mode and
+    # warns "To make it possible to preserve tf.data options ..." at every input_fn call (seen on
+    # the H100 host): TensorFlow's internals, nothing about the user's data.
+    warnings.filterwarnings("ignore", message="To make it possible to preserve tf.data options",
+                            category=UserWarning)
     return tf.distribute.MirroredStrategy(list(devices))
