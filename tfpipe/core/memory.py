@@ -4,9 +4,10 @@ TensorFlow's CPU allocator is malloc. glibc gives a block above its mmap thresho
 at most 32 MiB) its own mapping and unmaps it when freed, and a thread's arena hands freed
 memory above its trim threshold (128 KiB) back to the kernel: the next batch then faults
 every page of its buffers in again. On this project's VM a float32 batch of 64 224x224 images
-(38 MiB) took 33 ms to cast from uint8 on one core, 5.6 ms with the buffers kept
-(`docs/examples/page_faults.py`); the image chain ran 1.5x faster. TensorFlow's performance
-guide reaches the same with tcmalloc (LD_PRELOAD), which a pip install cannot bring.
+(38 MiB, 9,409 pages) took 27 ms to cast from uint8 on one core, 4.1 ms with the buffers kept
+(`docs/examples/page_faults.py`); the photo chain read 1.38x, the wav chain 1.43x faster
+(BUILD_NOTES "Memory"). TensorFlow's performance guide reaches the same with tcmalloc
+(LD_PRELOAD), which a pip install cannot bring.
 
 The setting is the process's (every allocation after it, any library's), cannot be undone
 per pipeline, and keeps the process's peak of freed memory mapped: its resident size stays
