@@ -148,7 +148,7 @@ def test_import_tfpipe_alone_loads_neither_tensorflow_nor_a_domain():
     assert out.strip() == "[]"
 
 
-@pytest.mark.parametrize("plugin", ["tfpipe.domains.audio", "tfpipe.domains.image", "tfpipe.storage", "tfpipe.service"])
+@pytest.mark.parametrize("plugin", ["tfpipe.domains.audio.domain", "tfpipe.domains.image.domain", "tfpipe.storage", "tfpipe.service"])
 def test_the_built_in_plug_ins_are_declared_by_the_package_top_not_named_by_the_core(plugin):
     import tfpipe  # noqa: F401  (declares them)
     from tfpipe.core import plugins

@@ -44,7 +44,10 @@ time.sleep(3600)
 def _run(tmp_path, install, script_text=None):
     script = tmp_path / "hung.py"
     script.write_text(script_text or HUNG.format(install="interrupt.install(grace_s=1)" if install else ""))
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Ctrl-C as a terminal delivers it: a suite started in the background of a script inherits an
+    # ignored SIGINT, which Python (and tfpipe) then rightly leave ignored.
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdout.readline().startswith("waiting")  # a parallel map may call hang twice at once
     time.sleep(0.5)  # EXIT_WAITS: in its last sleep; HUNG: in the map call, where it printed
     proc.send_signal(signal.SIGINT)

@@ -207,15 +207,26 @@ def run_block(block: Block, cwd: str) -> None:
                 # A repository script run with positional arguments: it must exist where the README says.
                 assert os.path.isfile(os.path.join(ROOT, argv[1])), f"README.md:{block.line}: no {argv[1]}"
                 continue
-            shown = subprocess.run(help_command(argv), capture_output=True, text=True, cwd=cwd, env=env,
-                                   timeout=block.timeout)
-            missing = unknown_flags(command, shown.stdout)
-            if not shown.stdout.strip() or missing:
+            shown, error = _help_text(tuple(help_command(argv)), cwd, env, block.timeout)
+            missing = unknown_flags(command, shown)
+            if not shown.strip() or missing:
                 raise AssertionError(f"README.md:{block.line}: {command!r}: flags not in "
-                                     f"`{' '.join(help_command(argv))}`: {missing or shown.stderr[-2000:]}")
+                                     f"`{' '.join(help_command(argv))}`: {missing or error[-2000:]}")
             continue
         _check(subprocess.run(["bash", "-e", "-o", "pipefail", "-c", command], capture_output=True, text=True,
                               cwd=cwd, env=env, timeout=block.timeout), f"README.md:{block.line}: {command!r}")
+
+
+_HELP: dict = {}
+
+
+def _help_text(command: tuple, cwd, env, timeout) -> tuple:
+    """(stdout, stderr) of a --help command, run once per test process: 27 README commands ask
+    4 programs for theirs, and each run starts TensorFlow (~5 s)."""
+    if command not in _HELP:
+        shown = subprocess.run(list(command), capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
+        _HELP[command] = (shown.stdout, shown.stderr)
+    return _HELP[command]
 
 
 with open(README, encoding="utf-8") as _f:

@@ -75,6 +75,7 @@ def _line_with(proc, text, max_lines=5):
 
 _BUILD = """
 import sys, time
+import tensorflow  # loaded before the clock starts: its import is not the wait being bounded
 from tfpipe import PipelineConfig, build_dataset
 from tfpipe.errors import DataError
 start = time.monotonic()
@@ -93,7 +94,8 @@ def test_build_dataset_with_nothing_at_the_dispatcher_address_fails_in_bounded_t
                          capture_output=True, text=True, timeout=60, env=ENV)  # before: blocked for ever
     assert out.returncode == 3, out.stdout + out.stderr[-2000:]
     waited = float(re.search(r"DataError after ([\d.]+) s", out.stdout).group(1))
-    assert WAIT <= waited < WAIT + 5 and f"(tried for {WAIT} s" in out.stdout, out.stdout
+    # Bounded, not timed: it gives up after WAIT s of tries, plus the build's own cost (slow when cores are busy).
+    assert WAIT <= waited < WAIT + 20 and f"(tried for {WAIT} s" in out.stdout, out.stdout
     assert f"127.0.0.1:{port}: nothing listens there" in out.stdout
     assert f"tfpipe serve dispatcher --port {port}" in out.stdout and "--data_service" in out.stdout
 
@@ -113,7 +115,7 @@ def test_check_dispatcher_accepts_a_dispatcher_at_once(dispatcher):
     start = time.monotonic()
     service.check_dispatcher(d.target)
     service.check_dispatcher(f"localhost:{_port(d)}")  # without grpc://, as workers are given it
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < 5  # at once: well under the 10 s it would keep trying
 
 
 def test_check_dispatcher_names_a_worker_port_given_as_the_dispatcher(dispatcher):
@@ -123,7 +125,7 @@ def test_check_dispatcher_names_a_worker_port_given_as_the_dispatcher(dispatcher
     with pytest.raises(DataError, match=rf"127\.0\.0\.1:{port} answers but is not a tf\.data service "
                                         rf"dispatcher.*worker.*--data_service"):
         service.check_dispatcher(f"grpc://127.0.0.1:{port}")
-    assert time.monotonic() - start < 3  # a definite answer: no waiting
+    assert time.monotonic() - start < 5  # a definite answer: not the 10 s of tries
 
 
 @pytest.mark.parametrize("server", [silent_listener, http_server])
@@ -133,7 +135,7 @@ def test_check_dispatcher_gives_up_on_a_port_that_is_not_a_dispatcher(server):
         with pytest.raises(DataError, match=rf"127\.0\.0\.1:{port} accepts connections but did not answer "
                                             rf"as a tf\.data service dispatcher within 2 s"):
             service.check_dispatcher(f"grpc://127.0.0.1:{port}", timeout=2)
-        assert time.monotonic() - start < 5
+        assert time.monotonic() - start < 8  # the 2 s given, with margin for busy cores
 
 
 def test_distribute_checks_the_dispatcher_after_the_config():

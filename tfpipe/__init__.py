@@ -38,7 +38,7 @@ __all__ = sorted(_EXPORTS) + ["__version__"]
 
 _compat.install()
 # The built-in plug-ins, imported on the first lookup (each registers itself with the core).
-_plugins.declare(("tfpipe.domains.audio", "tfpipe.domains.image", "tfpipe.storage", "tfpipe.service"))
+_plugins.declare(("tfpipe.domains.audio.domain", "tfpipe.domains.image.domain", "tfpipe.storage", "tfpipe.service"))
 
 
 def __getattr__(name):

@@ -100,6 +100,32 @@ def test_help_of_every_subcommand_opens_with_its_usage_and_lists_tfpipe_flags_on
     assert names and not [n for n in names if n.startswith(("pfor", "tpu", "tensor_tracer", "xla"))]
 
 
+_NO_TF = """
+import sys
+from tfpipe.cli import main
+try:
+    main(["tfpipe"] + sys.argv[1:])
+finally:
+    print("tensorflow loaded" if "tensorflow" in sys.modules else "tensorflow not loaded", file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("args", [["synth", "--help"], ["prepare", "--help"], ["inspect", "--help"],
+                                  ["bench", "--help"], ["serve", "--help"], ["bench", "--batch_sise=3"],
+                                  ["prepare", "--input", "x"]])
+def test_help_and_flag_errors_answer_without_starting_tensorflow(args):
+    # The flags are the configs' dataclasses; TensorFlow (~5 s to load) starts only for the work.
+    run = subprocess.run([sys.executable, "-c", _NO_TF, *args], capture_output=True, text=True, timeout=120,
+                         env=_env(), cwd=ROOT)
+    assert run.returncode in (0, 2) and run.stderr.strip().endswith("tensorflow not loaded"), run.stderr[-2000:]
+
+
+def test_help_read_by_head_ends_quietly():
+    run = subprocess.run(f"{sys.executable} -m tfpipe.cli bench --help | head -1", shell=True, capture_output=True,
+                         text=True, timeout=120, env=_env(), cwd=ROOT)
+    assert run.stdout.startswith("usage: tfpipe bench") and "Traceback" not in run.stderr, run.stderr[-2000:]
+
+
 def test_a_bench_run_takes_the_old_feature_flag_name(tmp_path):
     # --output=waveform (alias of --features) reaches the config: a 1-batch waveform bench on 8 clips.
     corpus, out = str(tmp_path / "c"), tmp_path / "bench.json"

@@ -50,9 +50,7 @@ from tfpipe.bench.session import Session
 from tfpipe.bench.specs import DEFAULT_VARIANTS, resolve_variants, with_cores
 from tfpipe.bench.variants import Inputs, Variant
 from tfpipe.config import config_field, validate
-from tfpipe.core import source as sources
 from tfpipe.errors import DataError
-from tfpipe.storage.source import ShardSource
 
 MAX_EPOCH_BATCHES = 50  # cap on the default turn of one epoch, so a big corpus still finishes in minutes
 USER_TURN_BATCHES = 10  # the turn of a user dataset whose epoch cannot be told from its chain
@@ -215,6 +213,9 @@ def _plan(data: Any, variants: Any, dataset_fn: Any, input_fns: Sequence[Any], s
 
 def _inputs(data: Any, shards: Any) -> Inputs:
     """The run's data and shard folder, found once; the domain is the data's, else the shard folder's."""
+    from tfpipe.core import source as sources  # TensorFlow: here, not at import (`tfpipe bench --help`)
+    from tfpipe.storage.source import ShardSource
+
     source = sources.find(data) if data is not None else None
     shard_source = sources.find(shards) if shards is not None else None
     if shard_source is not None and not isinstance(shard_source, ShardSource):
@@ -237,6 +238,8 @@ def _check_size(v: Variant, where: str, examples: int) -> int:
 
 def _check_files(chosen: Sequence[Variant], inputs: Inputs) -> None:
     """Each file the data variants read, checked with each of their configs (DataError naming the variants)."""
+    from tfpipe.core import source as sources
+
     if inputs.domain is None or not isinstance(inputs.source, sources.FileSource):
         return
     readers = [v for v in chosen if v.reads_data]

@@ -13,6 +13,7 @@ from tfpipe.logs import quiet
 quiet()  # must happen before TensorFlow loads
 
 import importlib  # noqa: E402
+import os  # noqa: E402
 import re  # noqa: E402
 import sys  # noqa: E402
 from typing import NoReturn, Optional, Sequence  # noqa: E402
@@ -106,7 +107,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     run = getattr(module, f"run_{name}")
     getattr(module, f"define_{name}")()
     if any(a in ("-h", "--help", "-help", "--helpshort") for a in argv[2:]):
-        _print_help(name, module)
+        try:
+            _print_help(name, module)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `tfpipe bench --help | head`: the reader had enough
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
     app.run(lambda args: run(args[1:]), argv=[_prog] + argv[2:], flags_parser=_parse_flags)
 

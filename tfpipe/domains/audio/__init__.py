@@ -1,8 +1,7 @@
 """Audio: wav -> log-mel (or waveform). AudioConfig, ops, the wav scan,
-offline decoding for shard writers, and the synthetic corpus."""
+offline decoding for shard writers, and the synthetic corpus.
 
-from tfpipe.core.source import register_domain
+The domain registers itself in `domain.py`, which tfpipe imports on the first lookup: importing
+the config alone (the command line's flags, `tfpipe SUB --help`) does not start TensorFlow."""
+
 from tfpipe.domains.audio.config import AudioConfig  # noqa: F401
-from tfpipe.domains.audio.domain import AudioDomain
-
-DOMAIN = register_domain(AudioDomain())

@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 import tensorflow as tf
 
 from tfpipe.core.domain import Domain, check_stored_fields
-from tfpipe.core.source import tf_paths
+from tfpipe.core.source import register_domain, tf_paths
 from tfpipe.core.stage import Stage
 from tfpipe.domains.audio import ops, scan
 from tfpipe.domains.audio.config import AudioConfig
@@ -146,3 +146,6 @@ def wav_file_table(source: Any, f: AudioConfig) -> tf.data.Dataset:
     """((path, data offset, data size), label) per wav file of a FileSource; bad files fail here, by name."""
     table = AudioDomain().file_table(source.paths, f)
     return tf.data.Dataset.from_tensor_slices((tuple(table), tf.constant(source.labels, tf.int64)))
+
+
+DOMAIN = register_domain(AudioDomain())

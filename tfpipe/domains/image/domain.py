@@ -7,7 +7,7 @@ from typing import Any, Mapping, Sequence
 import tensorflow as tf
 
 from tfpipe.core.domain import Domain, check_stored_fields
-from tfpipe.core.source import tf_paths
+from tfpipe.core.source import register_domain, tf_paths
 from tfpipe.core.stage import Stage
 from tfpipe.domains.image import ops
 from tfpipe.domains.image.config import CHANNELS, ImageConfig
@@ -129,3 +129,6 @@ class ImageDomain(Domain):
 def check_stored(stored: Mapping[str, Any], config: ImageConfig, where: str = "the shard index") -> None:
     """DataError naming each field where the stored images differ from the requested ones."""
     check_stored_fields(stored["config"], config, _STORED_FIELDS, where)
+
+
+DOMAIN = register_domain(ImageDomain())
