@@ -43,8 +43,7 @@ def _examples(ds, key="log_mel"):
 @pytest.mark.parametrize("preset", ["optimized", "naive"])
 def test_one_epoch_through_two_workers_holds_exactly_the_local_examples(corpus, servers, preset):
     local = PipelineConfig.preset(preset, batch_size=5)
-    remote = build_dataset(corpus, "eval", dataclasses.replace(local, data_service=servers), FEAT)
-    ops = dataset_ops(remote)
+    ops = dataset_ops(build_dataset(corpus, "eval", dataclasses.replace(local, data_service=servers), FEAT))
     # The service is the local chain's source: reading, decoding, batching and log-mel run on the workers
     # (the one local map is the service's own decompression).
     assert ops[0].startswith("DataServiceDataset") and "BatchDatasetV2" not in ops, ops

@@ -219,12 +219,13 @@ def worker_main(conn: Any, job: dict) -> None:
         import tensorflow as tf
 
         tf.get_logger().setLevel("ERROR")
-        for gpu in tf.config.list_physical_devices("GPU"):
+        gpus = tf.config.list_physical_devices("GPU")
+        for gpu in gpus:
             # The variants share the card, each paused while another runs: without this the first
             # worker maps all of its memory and the next fails "cudaSetDevice() ... out of memory".
             tf.config.experimental.set_memory_growth(gpu, True)
         conn.send(("ok", {"import_rss_mb": _rss_mb("VmRSS"), "tf_version": tf.__version__,
-                          "gpu": bool(tf.config.list_physical_devices("GPU")), "usable_cores": usable_cores()}))
+                          "gpu": bool(gpus), "usable_cores": usable_cores()}))
         state: dict = {}
         while True:
             command, kwargs = conn.recv()
