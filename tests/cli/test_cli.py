@@ -120,6 +120,16 @@ def test_help_and_flag_errors_answer_without_starting_tensorflow(args):
     assert run.returncode in (0, 2) and run.stderr.strip().endswith("tensorflow not loaded"), run.stderr[-2000:]
 
 
+@pytest.mark.parametrize("domain", ["audio", "image"])
+def test_synth_writes_its_corpus_without_starting_tensorflow(domain, tmp_path):
+    # Writing wavs or images needs numpy, soundfile and Pillow: `tfpipe synth` starts in a second.
+    out = tmp_path / domain
+    run = subprocess.run([sys.executable, "-c", _NO_TF, "synth", "--domain", domain, "--output", str(out),
+                          "--per_class", "1"], capture_output=True, text=True, timeout=120, env=_env(), cwd=ROOT)
+    assert run.returncode == 0 and run.stderr.strip().endswith("tensorflow not loaded"), run.stderr[-2000:]
+    assert run.stdout.startswith(f"8 {domain} files (8 classes x 1: ") and len(list(out.glob("*/*"))) == 8
+
+
 def test_help_read_by_head_ends_quietly():
     run = subprocess.run(f"{sys.executable} -m tfpipe.cli bench --help | head -1", shell=True, capture_output=True,
                          text=True, timeout=120, env=_env(), cwd=ROOT)

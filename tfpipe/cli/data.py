@@ -18,7 +18,7 @@ USAGE = {"synth": "usage: tfpipe synth --output DIR [--domain audio|image] [--pe
 
 # --- synth ---------------------------------------------------------------------
 
-# Flags a domain's corpus may take: each reaches `write_corpus` when it has a parameter of that name.
+# Flags a domain's corpus may take: each reaches `write_files` when it has a parameter of that name.
 _SYNTH_ARGS = ("sample_rate", "clip_seconds", "size")
 
 
@@ -26,8 +26,8 @@ def define_synth() -> None:
     flags.DEFINE_string("output", None, "Folder to write the corpus to (one subfolder per class).",
                         required=True)
     flags.DEFINE_string("domain", "audio", "Which corpus: 'audio' (8 learnable classes of wav clips) or 'image' "
-                        "(8 learnable classes of JPEG/PNG shapes of mixed sizes and modes); any domain with a "
-                        "synthetic corpus (tfpipe.domains.<name>.synthetic).")
+                        "(8 learnable classes of JPEG/PNG shapes of mixed sizes and modes); any domain plug-in with "
+                        "a synthetic corpus (a synthetic.py beside its domain.py).")
     flags.DEFINE_integer("per_class", 100, "Examples (clips, images) per class.", lower_bound=1)
     flags.DEFINE_integer("sample_rate", 16000, "audio: sample rate in Hz (at least 8000: the sounds span "
                          "90 Hz to 3.6 kHz or more).", lower_bound=8000)
@@ -39,20 +39,17 @@ def define_synth() -> None:
 
 
 def _synth_module(domain: str):
-    """tfpipe.domains.<domain>.synthetic, or a usage error naming the domains that have one."""
+    """<package>.synthetic of the domain plug-in <package>.domain named `domain`, or a usage error
+    naming the domains that have one. Found by module name, none imported: no TensorFlow."""
     import importlib
 
-    from tfpipe.core.source import domains
+    from tfpipe.core import plugins
 
-    found = domains()
-    with_corpus = sorted(name for name, d in found.items() if _has_module(f"{_package(d)}.synthetic"))
+    packages = {m.rpartition(".")[0] for m in plugins.modules() if m.endswith(".domain")}
+    with_corpus = {p.rpartition(".")[2]: p for p in packages if _has_module(f"{p}.synthetic")}
     if domain not in with_corpus:
-        usage_error(f"--domain={domain}: allowed values are {', '.join(with_corpus)}")
-    return importlib.import_module(f"{_package(found[domain])}.synthetic")
-
-
-def _package(domain) -> str:
-    return type(domain).__module__.rpartition(".")[0]
+        usage_error(f"--domain={domain}: allowed values are {', '.join(sorted(with_corpus))}")
+    return importlib.import_module(f"{with_corpus[domain]}.synthetic")
 
 
 def _has_module(name: str) -> bool:
@@ -65,7 +62,7 @@ def _has_module(name: str) -> bool:
 
 
 def _synth_value(name: str):
-    """A synth flag's value as write_corpus takes it."""
+    """A synth flag's value as write_files takes it."""
     if name != "size":
         return FLAGS[name].value
     parts = [p.strip() for p in FLAGS.size]
@@ -80,7 +77,7 @@ def run_synth(argv: Sequence[str]) -> None:
     if argv:
         usage_error(f"unexpected arguments {' '.join(argv)}; pass --output DIR [--per_class N]")
     module = _synth_module(FLAGS.domain)
-    takes = inspect.signature(module.write_corpus).parameters
+    takes = inspect.signature(module.write_files).parameters
     unused = [f"--{name}" for name in _SYNTH_ARGS if FLAGS[name].present and name not in takes]
     if unused:
         usable = [f"--{name}" for name in _SYNTH_ARGS if name in takes]
@@ -88,15 +85,17 @@ def run_synth(argv: Sequence[str]) -> None:
                     f"{', '.join(usable) or 'none of --sample_rate, --clip_seconds, --size'})")
     kwargs = {name: _synth_value(name) for name in _SYNTH_ARGS if name in takes}
     try:
-        source = module.write_corpus(FLAGS.output, per_class=FLAGS.per_class, seed=FLAGS.seed, **kwargs)
+        root = os.path.abspath(module.write_files(FLAGS.output, per_class=FLAGS.per_class, seed=FLAGS.seed,
+                                                  **kwargs))
     except ValueError as e:
         fail(str(e))
+    names = sorted(module.CLASS_NAMES)
     settings = ", ".join(f"{name}={'-'.join(map(str, v)) if isinstance(v, tuple) else v}"
                          for name, v in kwargs.items())
-    print(f"{source.num_examples} {FLAGS.domain} files ({len(source.class_names)} classes x {FLAGS.per_class}: "
-          f"{', '.join(source.class_names)}){', ' + settings if settings else ''}, in {source.root}")
-    print(f"train on it: python -m estimator_demo --data {source.root}   or shard it: "
-          f"tfpipe prepare --input {source.root} --output SHARDS")
+    print(f"{len(names) * FLAGS.per_class} {FLAGS.domain} files ({len(names)} classes x {FLAGS.per_class}: "
+          f"{', '.join(names)}){', ' + settings if settings else ''}, in {root}")
+    print(f"train on it: python -m estimator_demo --data {root}   or shard it: "
+          f"tfpipe prepare --input {root} --output SHARDS")
 
 
 # --- prepare / inspect -----------------------------------------------------------

@@ -26,12 +26,12 @@ def declare(modules: Iterable[str]) -> None:
     _declared.extend(m for m in modules if m not in _declared)
 
 
-def load() -> None:
-    """Imports every declared and entry-point plug-in once (each registers itself).
+def modules() -> list[str]:
+    """The declared and entry-point plug-in modules, by name, none imported.
 
-    Called on every lookup (once per file when a folder is listed), so the entry points are
-    read once: reading them opens every installed package's metadata (~13 ms with TensorFlow's
-    ~200 dependencies), which made listing 2,000 files take 26 s.
+    The entry points are read once per process: reading them opens every installed package's
+    metadata (~13 ms with TensorFlow's ~200 dependencies), and `load` runs on every lookup
+    (once per file when a folder is listed), which made listing 2,000 files take 26 s.
     """
     global _entry_points
     if _entry_points is None:
@@ -39,7 +39,12 @@ def load() -> None:
             _entry_points = [ep.value for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)]
         except Exception:  # broken metadata of an unrelated package must not stop tfpipe
             _entry_points = []
-    for name in _declared + _entry_points:
+    return _declared + [m for m in _entry_points if m not in _declared]
+
+
+def load() -> None:
+    """Imports every plug-in module once (each registers itself)."""
+    for name in modules():
         if name not in _loaded:
             _loaded.add(name)
             importlib.import_module(name)

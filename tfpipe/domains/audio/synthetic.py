@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Callable, Union
+from typing import TYPE_CHECKING, Callable, Union
 
 import numpy as np
 import soundfile as sf
 from tqdm import tqdm
 
 from tfpipe.core import corpus
-from tfpipe.core.source import FileSource, find
+
+if TYPE_CHECKING:
+    from tfpipe.core.source import FileSource
 
 CLASS_NAMES = ("am_tone", "buzz", "chirp_down", "chirp_up", "clicks", "fm_tone", "noise_band", "tone")
 MARKER = corpus.MARKER
@@ -41,7 +43,17 @@ _FILE_PATTERN = re.compile(r"^[a-z_]+_(\d{5})\.wav$")
 
 def write_corpus(out_dir: Union[str, os.PathLike], per_class: int = 250, sample_rate: int = 16000,
                  clip_seconds: float = 1.0, seed: int = 0, progress: bool = True) -> FileSource:
-    """Writes the synthetic corpus (one subfolder of wavs per class) and returns its Source.
+    """`write_files`, then the corpus as a `tfpipe.FileSource` (kind "wav"), class names sorted."""
+    from tfpipe.core.source import find  # TensorFlow: only once a Source is asked for
+
+    return find(write_files(out_dir, per_class, sample_rate, clip_seconds, seed, progress))
+
+
+def write_files(out_dir: Union[str, os.PathLike], per_class: int = 250, sample_rate: int = 16000,
+                clip_seconds: float = 1.0, seed: int = 0, progress: bool = True) -> str:
+    """Writes the synthetic corpus (one subfolder of wavs per class) and returns the folder.
+
+    numpy and soundfile only, no TensorFlow: `tfpipe synth` starts in a fraction of a second.
 
     If `out_dir` already holds the corpus these arguments describe (its synth.json
     matches), nothing is rewritten. An interrupted or different earlier corpus in
@@ -56,7 +68,7 @@ def write_corpus(out_dir: Union[str, os.PathLike], per_class: int = 250, sample_
       progress: show a tqdm bar.
 
     Returns:
-      The corpus as a `tfpipe.FileSource` (kind "wav"), class names sorted.
+      out_dir.
 
     Raises:
       ValueError: bad arguments, or `out_dir` holds folders or files that are not this corpus.
@@ -71,7 +83,7 @@ def write_corpus(out_dir: Union[str, os.PathLike], per_class: int = 250, sample_
     spec = {"format": "tfpipe-synth", "version": 1, "classes": list(CLASS_NAMES), "per_class": per_class,
             "sample_rate": sample_rate, "clip_seconds": clip_seconds, "seed": seed}
     if corpus.is_complete(out_dir, spec):
-        return find(out_dir)
+        return out_dir
     num_samples = int(round(sample_rate * clip_seconds))
     with corpus.writing(out_dir, spec, CLASS_NAMES, "corpus"), \
             tqdm(total=per_class * len(CLASS_NAMES), desc="synth", unit="clip", disable=not progress) as bar:
@@ -87,7 +99,7 @@ def write_corpus(out_dir: Union[str, os.PathLike], per_class: int = 250, sample_
                     sf.write(os.path.join(class_dir, f"{name}_{start + i:05d}.wav"), clip, sample_rate,
                              subtype="PCM_16")
                 bar.update(n)
-    return find(out_dir)
+    return out_dir
 
 
 def generate(name: str, n: int, sample_rate: int, num_samples: int, rng: np.random.Generator) -> np.ndarray:
