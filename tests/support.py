@@ -121,3 +121,15 @@ def huge_png(path, side=20000):
     body = b"".join(packer.compress(row) for _ in range(side)) + packer.flush()
     header = struct.pack(">IIBBBBB", side, side, 8, 0, 0, 0, 0)
     return write(path, b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", body) + chunk(b"IEND", b""))
+
+
+# `python -c SAYS_IF_TF_LOADED SUBCOMMAND ARGS...` runs `tfpipe SUBCOMMAND ARGS...` and ends its stderr
+# with whether TensorFlow was loaded: for what must answer without it (help, flag errors, refusals).
+SAYS_IF_TF_LOADED = """
+import sys
+from tfpipe.cli import main
+try:
+    main(["tfpipe"] + sys.argv[1:])
+finally:
+    print("tensorflow loaded" if "tensorflow" in sys.modules else "tensorflow not loaded", file=sys.stderr)
+"""

@@ -21,6 +21,7 @@ import pytest
 from tfpipe import service
 from tfpipe.errors import DataError
 from tfpipe.service_bench import free_ports
+from tests.support import SAYS_IF_TF_LOADED
 
 CLI = [sys.executable, "-m", "tfpipe.cli", "serve"]
 WAIT = 2  # seconds the subprocesses wait for a dispatcher ($TFPIPE_DISPATCHER_WAIT_SECONDS; 10 by default)
@@ -204,9 +205,10 @@ def test_cli_servers_refuse_a_port_that_a_dispatcher_already_uses():
         assert _line_with(first, "tfpipe dispatcher:").startswith(f"tfpipe dispatcher: port {port} ")
         for role in (["dispatcher"], ["worker", "--dispatcher", f"localhost:{port}"]):
             start = time.monotonic()
-            out = subprocess.run([*CLI, *role, "--port", str(port)], capture_output=True, text=True,
-                                 timeout=60)  # today: prints success and shares the port
+            out = subprocess.run([sys.executable, "-c", SAYS_IF_TF_LOADED, "serve", *role, "--port", str(port)],
+                                 capture_output=True, text=True, timeout=60)  # gRPC alone would share the port
             assert out.returncode == 1, out.stdout + out.stderr
+            assert out.stderr.strip().endswith("tensorflow not loaded"), out.stderr  # refused before it loads
             assert re.search(rf"tfpipe serve: error: port {port} is already in use on this host.*pick another "
                              rf"--port.*stop the process", out.stderr), out.stderr
             assert "registered" not in out.stdout and "tfpipe dispatcher: port" not in out.stdout

@@ -11,7 +11,6 @@ the host (TF 2.15 has no bind-address option): run it on a trusted network only.
 
 from __future__ import annotations
 
-import errno
 import os
 import signal
 import socket
@@ -23,6 +22,7 @@ from urllib.parse import urlsplit
 import tensorflow as tf
 
 from tfpipe import service_watch
+from tfpipe.ports import check_port_free
 from tfpipe.config import PipelineConfig
 from tfpipe.core.graph import walk
 from tfpipe.core.plugins import register_distributor
@@ -186,9 +186,9 @@ def start_dispatcher(port: int = 0, work_dir: Optional[str] = None, *,
       worker_timeout_ms: how long a silent worker counts as alive (None: TensorFlow's default).
 
     Raises:
-      ValueError: `port` is taken (gRPC would share it silently; see _check_port_free).
+      ValueError: `port` is taken (gRPC would share it silently; see tfpipe.ports.check_port_free).
     """
-    _check_port_free(port)
+    check_port_free(port)
     if work_dir:
         os.makedirs(work_dir, exist_ok=True)
     config = _service.DispatcherConfig(port=port, work_dir=work_dir or None,
@@ -211,37 +211,11 @@ def start_worker(dispatcher_address: str, port: int = 0, *,
       ValueError: a malformed address, or `port` is taken.
     """
     host, dispatcher_port = _split_address(dispatcher_address)
-    _check_port_free(port)
+    check_port_free(port)
     config = _service.WorkerConfig(dispatcher_address=_host_port(host, dispatcher_port),
                                    worker_address=_host_port(_worker_host(host, worker_host), "%port%"),
                                    port=port)
     return _service.WorkerServer(config)
-
-
-def _check_port_free(port: int) -> None:
-    """ValueError if something listens on `port`: binds it the way the server will, minus SO_REUSEPORT.
-
-    gRPC servers set SO_REUSEPORT, so a second server on a taken port starts "successfully" and the
-    kernel splits connections between the two: consumers then fail with "Dataset id ... not found".
-    """
-    if port == 0:
-        return
-    try:  # TensorFlow listens on [::]:PORT, which covers IPv4 too
-        probe, address = socket.socket(socket.AF_INET6, socket.SOCK_STREAM), ("::", port)
-        probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-    except OSError:  # a host without IPv6
-        probe, address = socket.socket(socket.AF_INET, socket.SOCK_STREAM), ("0.0.0.0", port)
-    with probe:
-        # Like gRPC: connections left in TIME_WAIT by a server that just stopped do not count.
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(address)
-        except OSError as e:
-            if e.errno == errno.EADDRINUSE:
-                raise ValueError(f"port {port} is already in use on this host (a second server there would "
-                                 f"split its connections with the first): pick another --port, or stop the "
-                                 f"process using it (`ss -ltnp 'sport = :{port}'` names it)") from None
-            raise ValueError(f"port {port}: cannot listen on it ({e.strerror}): pick another --port") from None
 
 
 def _worker_host(dispatcher_host: str, worker_host: Optional[str]) -> str:
@@ -313,7 +287,7 @@ def run_worker(dispatcher_address: str, port: int, *, worker_host: Optional[str]
       DataError: something other than a dispatcher answers at `dispatcher_address`.
     """
     host, dispatcher_port = _split_address(dispatcher_address)
-    _check_port_free(port)  # before waiting: a taken port would fail only after the dispatcher is up
+    check_port_free(port)  # before waiting: a taken port would fail only after the dispatcher is up
 
     def wait_for_dispatcher(stopping: threading.Event) -> None:
         if not service_watch.accepts_connections(host, dispatcher_port):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import ROOT, SAYS_IF_TF_LOADED
 # A TensorFlow C++ log line: "2026-11-23 03:35:03.128254: I tensorflow/core/util/port.cc:113] ..."
 _CPP_LOG = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] ", re.M)
 
@@ -100,23 +100,13 @@ def test_help_of_every_subcommand_opens_with_its_usage_and_lists_tfpipe_flags_on
     assert names and not [n for n in names if n.startswith(("pfor", "tpu", "tensor_tracer", "xla"))]
 
 
-_NO_TF = """
-import sys
-from tfpipe.cli import main
-try:
-    main(["tfpipe"] + sys.argv[1:])
-finally:
-    print("tensorflow loaded" if "tensorflow" in sys.modules else "tensorflow not loaded", file=sys.stderr)
-"""
-
-
 @pytest.mark.parametrize("args", [["synth", "--help"], ["prepare", "--help"], ["inspect", "--help"],
                                   ["bench", "--help"], ["serve", "--help"], ["bench", "--batch_sise=3"],
                                   ["prepare", "--input", "x"]])
 def test_help_and_flag_errors_answer_without_starting_tensorflow(args):
     # The flags are the configs' dataclasses; TensorFlow (~5 s to load) starts only for the work.
-    run = subprocess.run([sys.executable, "-c", _NO_TF, *args], capture_output=True, text=True, timeout=120,
-                         env=_env(), cwd=ROOT)
+    run = subprocess.run([sys.executable, "-c", SAYS_IF_TF_LOADED, *args], capture_output=True, text=True,
+                         timeout=120, env=_env(), cwd=ROOT)
     assert run.returncode in (0, 2) and run.stderr.strip().endswith("tensorflow not loaded"), run.stderr[-2000:]
 
 
@@ -124,8 +114,9 @@ def test_help_and_flag_errors_answer_without_starting_tensorflow(args):
 def test_synth_writes_its_corpus_without_starting_tensorflow(domain, tmp_path):
     # Writing wavs or images needs numpy, soundfile and Pillow: `tfpipe synth` starts in a second.
     out = tmp_path / domain
-    run = subprocess.run([sys.executable, "-c", _NO_TF, "synth", "--domain", domain, "--output", str(out),
-                          "--per_class", "1"], capture_output=True, text=True, timeout=120, env=_env(), cwd=ROOT)
+    run = subprocess.run([sys.executable, "-c", SAYS_IF_TF_LOADED, "synth", "--domain", domain, "--output",
+                          str(out), "--per_class", "1"], capture_output=True, text=True, timeout=120, env=_env(),
+                         cwd=ROOT)
     assert run.returncode == 0 and run.stderr.strip().endswith("tensorflow not loaded"), run.stderr[-2000:]
     assert run.stdout.startswith(f"8 {domain} files (8 classes x 1: ") and len(list(out.glob("*/*"))) == 8
 

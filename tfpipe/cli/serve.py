@@ -55,9 +55,13 @@ def run_serve(argv: Sequence[str]) -> None:
         fail(f"--dispatcher HOST:PORT is required\n{_SERVE_USAGE}")
     if role == "bench" and not FLAGS.data:
         fail("--data is required: a wav folder, CSV manifest or shard folder")
-    from tfpipe import service  # loads TensorFlow: after the cheap checks
+    from tfpipe.ports import check_port_free
 
     try:
+        if role != "bench":
+            check_port_free(FLAGS.port)  # a taken port: said at once, before TensorFlow loads
+        from tfpipe import service  # loads TensorFlow: after the cheap checks
+
         if role == "dispatcher":
             timeout_ms = None if FLAGS.worker_timeout is None else int(FLAGS.worker_timeout * 1000)
             service.run_dispatcher(FLAGS.port, FLAGS.work_dir, worker_timeout_ms=timeout_ms)
