@@ -22,11 +22,11 @@ from urllib.parse import urlsplit
 import tensorflow as tf
 
 from tfpipe import service_watch
-from tfpipe.ports import check_port_free
 from tfpipe.config import PipelineConfig
 from tfpipe.core.graph import walk
 from tfpipe.core.plugins import register_distributor
 from tfpipe.errors import DataError
+from tfpipe.ports import check_port_free
 
 _service = tf.data.experimental.service
 _PROCESSING_MODES = {
