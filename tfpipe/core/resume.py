@@ -58,7 +58,7 @@ def stream(files: tf.data.Dataset, inputs: ChainInput, seed: int, start_example:
     start = epoch * size + first
 
     def records(index):
-        skipped = tf.where(index == start, skip, 0)
+        skipped = tf.where(tf.equal(index, start), skip, 0)  # not ==: in a v1 graph (Estimator) that is Python identity, always False
         records = _call(inputs.expand, element(index))
         return (records.unbatch() if inputs.blocked else records).skip(skipped)
 
