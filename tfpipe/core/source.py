@@ -105,7 +105,9 @@ class ChainInput:
     def yields(self) -> Yields:
         """What the plan needs to know of this input."""
         return Yields(tuple(self.stages), records=self.expand is not None, blocked=self.blocked,
-                      fixed_shapes=self.fixed_shapes, mixture=bool(self.members))
+                      fixed_shapes=self.fixed_shapes, num_files=self.num_files, num_examples=self.num_examples,
+                      examples_per_block=self.examples_per_block, longest_file=max(self.records_per_file or (1,)),
+                      block_length=self.block_length, members=tuple((m.yields, w) for m, w in self.members))
 
 
 class Source(Protocol):
