@@ -83,6 +83,11 @@ class Domain(abc.ABC):
         """
         return list(paths)
 
+    def reading(self, paths: Sequence[str], config: Any, mode: str) -> tuple[Any, list[Stage]]:
+        """(file_table, stages) for these files: a domain may specialize its stages to what its
+        up-front check found (e.g. no per-file branch when no file needs it)."""
+        return self.file_table(paths, config), self.stages(config, mode)
+
     @abc.abstractmethod
     def stages(self, config: Any, mode: str) -> list[Stage]:
         """The map stages from one (file_table element, label) to (features dict, label).

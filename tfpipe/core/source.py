@@ -186,8 +186,8 @@ class FileSource:
                                  f"(known: {_known_extensions()}); pass read= and process= functions")
             domain = get_domain(self.domain)
             config = domain.config(features)
-            table = domain.file_table(self.paths, config)  # every unusable file is named here
-            stages = tuple(domain.stages(config, mode))
+            table, stages = domain.reading(self.paths, config, mode)  # every unusable file is named here
+            stages = tuple(stages)
         else:
             table = tf_paths(self.paths)
             stages = tuple(user_stages(read, process, batch_process))
