@@ -40,7 +40,7 @@ from tfpipe.config import PipelineConfig  # noqa: E402
 from tfpipe.core.source import domain_of  # noqa: E402
 from tfpipe.domains.image import ImageConfig  # noqa: E402
 from tfpipe.errors import DataError  # noqa: E402
-from tfpipe.wait import WaitStats  # noqa: E402
+from tfpipe.train.wait import WaitStats  # noqa: E402
 from tfpipe.core.source import FileSource, find  # noqa: E402
 
 FLAGS = flags.FLAGS

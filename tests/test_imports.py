@@ -111,7 +111,7 @@ def test_the_cycle_finder_finds_a_lazy_cycle():
 
 def test_the_core_names_no_domain_format_or_tool_anywhere():
     forbidden = ("tfpipe.domains", "tfpipe.storage", "tfpipe.bench", "tfpipe.cli", "tfpipe.service",
-                 "tfpipe.estimator", "tfpipe.keras", "tfpipe.compat")
+                 "tfpipe.train", "tfpipe.estimator", "tfpipe.keras", "tfpipe.compat")
     for module, targets in _graph().items():
         if module.startswith("tfpipe.core") or module in ("tfpipe.config", "tfpipe.errors"):
             bad = sorted(n for n in targets if n.startswith(forbidden))
@@ -123,7 +123,8 @@ def test_domains_import_the_core_not_each_other_or_the_tools():
         if module.startswith("tfpipe.domains."):
             own = ".".join(module.split(".")[:3])
             bad = sorted(n for n in targets if n.startswith("tfpipe.domains.") and not n.startswith(own)
-                         or n.startswith(("tfpipe.storage", "tfpipe.bench", "tfpipe.cli", "tfpipe.estimator")))
+                         or n.startswith(("tfpipe.storage", "tfpipe.bench", "tfpipe.cli", "tfpipe.service", "tfpipe.train",
+                                             "tfpipe.estimator")))
             assert not bad, f"{module} imports {bad}"
 
 
@@ -148,7 +149,8 @@ def test_import_tfpipe_alone_loads_neither_tensorflow_nor_a_domain():
     assert out.strip() == "[]"
 
 
-@pytest.mark.parametrize("plugin", ["tfpipe.domains.audio.domain", "tfpipe.domains.image.domain", "tfpipe.storage", "tfpipe.service"])
+@pytest.mark.parametrize("plugin", ["tfpipe.domains.audio.domain", "tfpipe.domains.image.domain", "tfpipe.storage",
+                                    "tfpipe.service.client"])
 def test_the_built_in_plug_ins_are_declared_by_the_package_top_not_named_by_the_core(plugin):
     import tfpipe  # noqa: F401  (declares them)
     from tfpipe.core import plugins

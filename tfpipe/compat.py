@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import pkgutil
 import sys
 import types
 import warnings
@@ -22,6 +23,24 @@ MOVED_MODULES = {
     "tfpipe.synthetic": "tfpipe.domains.audio.synthetic",
     "tfpipe.bench_worker": "tfpipe.bench.worker",
     "tfpipe.bench_report": "tfpipe.bench.report",
+    "tfpipe.service_watch": "tfpipe.service.watch",
+    "tfpipe.service_bench": "tfpipe.service.bench",
+    "tfpipe.ports": "tfpipe.service.ports",
+    "tfpipe.estimator_wait": "tfpipe.train.wait_hook",
+    "tfpipe.wait": "tfpipe.train.wait",
+}
+
+# Old modules whose path is now a package: a name the package lacks resolves in the new module.
+# (tfpipe.service was one module; it is the tf.data service's package now, kept free of TensorFlow.)
+MOVED_INTO_PACKAGES = {
+    "tfpipe.service": "tfpipe.service.client",
+}
+
+# Public module paths that live elsewhere now: the same module object, no warning (users and the
+# README import them: `import tfpipe.estimator`, `from tfpipe.keras import InputWaitCallback`).
+PUBLIC_MODULES = {
+    "tfpipe.estimator": "tfpipe.train.estimator",
+    "tfpipe.keras": "tfpipe.train.keras",
 }
 
 # Old modules whose names went to several new homes: old path -> {name: "new.module:name"}.
@@ -75,11 +94,12 @@ MOVED_NAMES: dict[str, dict[str, str]] = {
 def resolve(old_module: str, name: str) -> Any:
     """The object an old `old_module.name` refers to now (DeprecationWarning), or AttributeError."""
     target = MOVED_NAMES.get(old_module, {}).get(name)
+    moved = MOVED_MODULES.get(old_module) or MOVED_INTO_PACKAGES.get(old_module)
     if target:
         module, _, attr = target.partition(":")
         new = f"{module}.{attr}"
-    elif old_module in MOVED_MODULES:
-        module, attr = MOVED_MODULES[old_module], name
+    elif moved:
+        module, attr = moved, name
         new = f"{module}.{attr}"
     else:
         raise AttributeError(f"module {old_module!r} has no attribute {name!r}")
@@ -107,22 +127,76 @@ class _OldModule(types.ModuleType):
 
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds the old module paths (tfpipe.shards, tfpipe.audio, ...) that no longer have files."""
+    """Finds the old module paths (tfpipe.shards, tfpipe.audio, ...) that no longer have files,
+    and the public paths whose module lives elsewhere now (tfpipe.estimator, tfpipe.keras)."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname in MOVED_MODULES or (fullname in MOVED_NAMES and fullname != "tfpipe"):
+        if fullname in MOVED_MODULES or fullname in PUBLIC_MODULES or (fullname in MOVED_NAMES
+                                                                       and fullname != "tfpipe"):
             return importlib.machinery.ModuleSpec(fullname, self)
         return None
 
     def create_module(self, spec):
+        if spec.name in PUBLIC_MODULES:
+            module = importlib.import_module(PUBLIC_MODULES[spec.name])
+            spec.loader_state = module.__spec__  # the import is about to set the public path's spec on it
+            return module
         return _OldModule(spec.name)
 
     def exec_module(self, module):
+        if module.__spec__.name in PUBLIC_MODULES:  # the module itself, served as it is
+            module.__spec__ = module.__spec__.loader_state
+            return
         new = MOVED_MODULES.get(module.__name__) or "its new modules"
         warnings.warn(f"import {module.__name__} is deprecated: use {new}", DeprecationWarning, stacklevel=2)
+
+
+class _PackageFinder(importlib.abc.MetaPathFinder):
+    """Finds the packages at an old module's path (MOVED_INTO_PACKAGES) as usual, then lets the old
+    module's names resolve on them through `resolve`, without the package importing this module."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in MOVED_INTO_PACKAGES:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _OldNamesLoader(spec.loader)
+        return spec
+
+
+class _OldNamesLoader(importlib.abc.Loader):
+    """Runs the package's own loader, then gives the package a module `__getattr__` for old names."""
+
+    def __init__(self, loader: Any):
+        self._loader = loader
+
+    def __getattr__(self, name: str) -> Any:  # get_source, get_filename, ...: the package's own loader's
+        return getattr(self._loader, name)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        own = module.__dict__.get("__getattr__")
+        submodules = {m.name for m in pkgutil.iter_modules(module.__path__)}
+
+        def old_name(name: str) -> Any:
+            if own is not None:
+                try:
+                    return own(name)
+                except AttributeError:
+                    pass
+            if name.startswith("__") or name in submodules:  # `from package import submodule` asks first
+                raise AttributeError(name)
+            return resolve(module.__name__, name)
+
+        module.__getattr__ = old_name
 
 
 def install() -> None:
     """Lets the old module paths import (once per process)."""
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.append(_Finder())
+    if not any(isinstance(f, _PackageFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _PackageFinder())

@@ -18,9 +18,9 @@ import time
 
 import pytest
 
-from tfpipe import service
+from tfpipe.service import client as service
 from tfpipe.errors import DataError
-from tfpipe.service_bench import free_ports
+from tfpipe.service.bench import free_ports
 from tests.support import SAYS_IF_TF_LOADED
 
 CLI = [sys.executable, "-m", "tfpipe.cli", "serve"]

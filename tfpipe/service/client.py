@@ -2,7 +2,7 @@
 
 tfpipe builds no cluster of its own. `distribute` hands the batched, featurized chain to
 TensorFlow's tf.data service, so only the prefetch runs in the training process (which
-watches the workers: tfpipe.service_watch); `run_dispatcher` / `run_worker` are the
+watches the workers: tfpipe.service.watch); `run_dispatcher` / `run_worker` are the
 servers behind `tfpipe serve`.
 
 The service has no authentication and its servers listen on every interface of
@@ -21,12 +21,12 @@ from urllib.parse import urlsplit
 
 import tensorflow as tf
 
-from tfpipe import service_watch
 from tfpipe.config import PipelineConfig
 from tfpipe.core.graph import walk
 from tfpipe.core.plugins import register_distributor
 from tfpipe.errors import DataError
-from tfpipe.ports import check_port_free
+from tfpipe.service import watch as service_watch
+from tfpipe.service.ports import check_port_free
 
 _service = tf.data.experimental.service
 _PROCESSING_MODES = {
@@ -186,7 +186,7 @@ def start_dispatcher(port: int = 0, work_dir: Optional[str] = None, *,
       worker_timeout_ms: how long a silent worker counts as alive (None: TensorFlow's default).
 
     Raises:
-      ValueError: `port` is taken (gRPC would share it silently; see tfpipe.ports.check_port_free).
+      ValueError: `port` is taken (gRPC would share it silently; see tfpipe.service.ports.check_port_free).
     """
     check_port_free(port)
     if work_dir:

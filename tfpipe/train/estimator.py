@@ -16,7 +16,7 @@ from tfpipe.config import PipelineConfig
 from tfpipe.core import ledger
 from tfpipe.core.chain import build, check_args
 from tfpipe.core.source import Data, find, get_domain
-from tfpipe.estimator_wait import InputWaitHook  # noqa: F401  (public here: tfpipe.estimator.InputWaitHook)
+from tfpipe.train.wait_hook import InputWaitHook  # noqa: F401  (public here: tfpipe.estimator.InputWaitHook)
 
 _LOG = logging.getLogger("tfpipe")
 

@@ -13,10 +13,11 @@ import pytest
 import tensorflow as tf
 
 from tests.support import make_corpus
-from tfpipe import service, service_bench
+from tfpipe.service import bench as service_bench
+from tfpipe.service import client as service
 from tfpipe.config import PipelineConfig
 from tfpipe.domains.audio.config import AudioConfig
-from tfpipe.estimator import make_input_fn
+from tfpipe.train.estimator import make_input_fn
 from tfpipe.core.chain import build_dataset
 from tfpipe.core.graph import dataset_ops
 from tfpipe.storage.writer import write_shards
@@ -159,7 +160,7 @@ def test_cli_servers_serve_an_epoch_and_stop_cleanly_on_ctrl_c_and_sigterm(corpu
 _IPV6_WORKER = """
 import sys
 import tensorflow as tf
-from tfpipe import service
+from tfpipe.service import client as service
 dispatcher = service.start_dispatcher()
 port = dispatcher.target.rsplit(":", 1)[1]
 worker = service.start_worker(f"[::1]:{port}")  # an IPv6 literal must keep its brackets

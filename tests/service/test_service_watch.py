@@ -1,6 +1,7 @@
-"""service_watch.py: the consumer's watch over a tf.data service's workers (real servers on localhost)."""
+"""service/watch.py: the consumer's watch over a tf.data service's workers (real servers on localhost)."""
 
-from tfpipe import service, service_watch
+from tfpipe.service import client as service
+from tfpipe.service import watch as service_watch
 
 
 def test_the_worker_watch_names_a_worker_that_stops_and_comes_back():
