@@ -42,6 +42,18 @@ def test_the_v1_names_still_work():
         tfpipe.merge_index("out/")
 
 
+@pytest.mark.parametrize("module,names", sorted(compat.MOVED_OUT.items()))
+def test_names_that_left_a_module_still_resolve_on_it_with_a_warning(module, names):
+    kept = importlib.import_module(module)
+    for name, target in names.items():
+        new_module, _, attr = target.partition(":")
+        with pytest.warns(DeprecationWarning, match=f"{module}.{name} is deprecated: use {new_module}.{attr}"):
+            value = getattr(kept, name)
+        assert value is getattr(importlib.import_module(new_module), attr)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        kept.nothing  # noqa: B018
+
+
 @pytest.mark.parametrize("old,new", sorted(compat.MOVED_INTO_PACKAGES.items()))
 def test_an_old_module_that_is_a_package_now_serves_its_old_names_and_its_submodules(old, new):
     package, new_module = importlib.import_module(old), importlib.import_module(new)
@@ -96,6 +108,7 @@ def test_no_code_of_the_project_uses_an_old_path_even_inside_a_function():
     old = set(compat.MOVED_MODULES) | {m for m in compat.MOVED_NAMES if m != "tfpipe"}
     for package, new in compat.MOVED_INTO_PACKAGES.items():  # tfpipe.service.distribute: an old name
         old |= {f"{package}.{n}" for n in dir(importlib.import_module(new)) if not n.startswith("_")}
+    old |= {f"{module}.{n}" for module, names in compat.MOVED_OUT.items() for n in names}
     offenders = []
     for top in ("tfpipe", "estimator_demo", "tests", "docs"):
         for folder, _, files in os.walk(os.path.join(ROOT, top)):

@@ -20,7 +20,7 @@ _EXPORTS = {
     "Stage": "tfpipe.core.stage",
     "python_fn": "tfpipe.core.python_fn",
     "Source": "tfpipe.core.source",
-    "FileSource": "tfpipe.core.source",
+    "FileSource": "tfpipe.core.files",
     "find": "tfpipe.core.source",
     "build_dataset": "tfpipe.core.chain",
     "records": "tfpipe.storage.records",

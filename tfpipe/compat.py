@@ -1,9 +1,13 @@
-"""Old names and import paths, one table: each still works and says where the name lives now.
+"""Old names and import paths, in one module: each still works and says where the name lives now.
 
 tfpipe's public names are in `tfpipe/__init__.py` and its modules' canonical paths. Names
 that earlier versions exported elsewhere resolve here, with a DeprecationWarning naming the
-new home. Nothing in tfpipe imports an old path; `tfpipe/__init__.py` only installs the
-finder below, so `import tfpipe.shards` works without a `tfpipe/shards.py`.
+new home: whole modules that moved (MOVED_MODULES), modules whose names went to several homes
+(MOVED_NAMES), modules still there that some names left (MOVED_OUT), a module whose path is a
+package now (MOVED_INTO_PACKAGES). Public paths whose module moved (PUBLIC_MODULES) are the
+module itself, without a warning. Nothing in tfpipe imports an old path or this module;
+`tfpipe/__init__.py` only installs the finders below, so `import tfpipe.shards` works without
+a `tfpipe/shards.py`.
 """
 
 from __future__ import annotations
@@ -36,6 +40,18 @@ MOVED_INTO_PACKAGES = {
     "tfpipe.service": "tfpipe.service.client",
 }
 
+# Modules that are still there, some of whose names moved out: module -> {name: "new.module:name"}.
+MOVED_OUT: dict[str, dict[str, str]] = {
+    "tfpipe.core.source": {
+        **{n: f"tfpipe.core.registry:{n}" for n in ("register_domain", "register_folder_reader", "domains",
+                                                    "get_domain", "domain_of")},
+        **{n: f"tfpipe.core.files:{n}" for n in ("FileSource", "tf_paths", "folder", "from_lists", "label_ids",
+                                                 "MAX_LISTED")},
+    },
+    "tfpipe.core.plugins": {n: f"tfpipe.core.registry:{n}" for n in ("register_distributor", "distributor")},
+    "tfpipe.core.files": {n: f"tfpipe.core.checks:{n}" for n in ("FileProblem", "check_files", "unreadable")},
+}
+
 # Public module paths that live elsewhere now: the same module object, no warning (users and the
 # README import them: `import tfpipe.estimator`, `from tfpipe.keras import InputWaitCallback`).
 PUBLIC_MODULES = {
@@ -65,9 +81,9 @@ MOVED_NAMES: dict[str, dict[str, str]] = {
     },
     "tfpipe.sources": {
         "INDEX_NAME": "tfpipe.storage.index:INDEX_NAME",
-        "FileSource": "tfpipe.core.source:FileSource",
-        "Source": "tfpipe.core.source:FileSource",  # v1's Source was the file list
-        "folder": "tfpipe.core.source:folder",
+        "FileSource": "tfpipe.core.files:FileSource",
+        "Source": "tfpipe.core.files:FileSource",  # v1's Source was the file list
+        "folder": "tfpipe.core.files:folder",
         "find_examples": "tfpipe.core.source:find",
         "WavLayout": "tfpipe.domains.audio.scan:WavLayout",
         "scan_wavs": "tfpipe.domains.audio.scan:scan_wavs",
@@ -93,7 +109,7 @@ MOVED_NAMES: dict[str, dict[str, str]] = {
 
 def resolve(old_module: str, name: str) -> Any:
     """The object an old `old_module.name` refers to now (DeprecationWarning), or AttributeError."""
-    target = MOVED_NAMES.get(old_module, {}).get(name)
+    target = (MOVED_NAMES.get(old_module) or MOVED_OUT.get(old_module) or {}).get(name)
     moved = MOVED_MODULES.get(old_module) or MOVED_INTO_PACKAGES.get(old_module)
     if target:
         module, _, attr = target.partition(":")
@@ -151,12 +167,12 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         warnings.warn(f"import {module.__name__} is deprecated: use {new}", DeprecationWarning, stacklevel=2)
 
 
-class _PackageFinder(importlib.abc.MetaPathFinder):
-    """Finds the packages at an old module's path (MOVED_INTO_PACKAGES) as usual, then lets the old
-    module's names resolve on them through `resolve`, without the package importing this module."""
+class _KeptFinder(importlib.abc.MetaPathFinder):
+    """Finds the modules that are still there (MOVED_OUT, MOVED_INTO_PACKAGES) as usual, then lets the
+    names that left them resolve on them through `resolve`, without the module importing this one."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname not in MOVED_INTO_PACKAGES:
+        if fullname not in MOVED_OUT and fullname not in MOVED_INTO_PACKAGES:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is not None and spec.loader is not None:
@@ -165,12 +181,12 @@ class _PackageFinder(importlib.abc.MetaPathFinder):
 
 
 class _OldNamesLoader(importlib.abc.Loader):
-    """Runs the package's own loader, then gives the package a module `__getattr__` for old names."""
+    """Runs the module's own loader, then gives the module a `__getattr__` for the names that left it."""
 
     def __init__(self, loader: Any):
         self._loader = loader
 
-    def __getattr__(self, name: str) -> Any:  # get_source, get_filename, ...: the package's own loader's
+    def __getattr__(self, name: str) -> Any:  # get_source, get_filename, ...: the module's own loader's
         return getattr(self._loader, name)
 
     def create_module(self, spec):
@@ -178,25 +194,38 @@ class _OldNamesLoader(importlib.abc.Loader):
 
     def exec_module(self, module):
         self._loader.exec_module(module)
-        own = module.__dict__.get("__getattr__")
-        submodules = {m.name for m in pkgutil.iter_modules(module.__path__)}
+        _serve_old_names(module)
 
-        def old_name(name: str) -> Any:
-            if own is not None:
-                try:
-                    return own(name)
-                except AttributeError:
-                    pass
-            if name.startswith("__") or name in submodules:  # `from package import submodule` asks first
-                raise AttributeError(name)
+
+def _serve_old_names(module: types.ModuleType) -> None:
+    """Gives a module that is still there a `__getattr__` for the names that left it."""
+    own = module.__dict__.get("__getattr__")
+    if getattr(own, "_tfpipe_compat", False):
+        return
+    submodules = {m.name for m in pkgutil.iter_modules(getattr(module, "__path__", []))}
+    moved_out = MOVED_OUT.get(module.__name__, {})
+
+    def old_name(name: str) -> Any:
+        if own is not None:
+            try:
+                return own(name)
+            except AttributeError:
+                pass
+        if name in moved_out or (module.__name__ in MOVED_INTO_PACKAGES and not name.startswith("__")
+                                 and name not in submodules):  # `from package import submodule` asks first
             return resolve(module.__name__, name)
+        raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
 
-        module.__getattr__ = old_name
+    old_name._tfpipe_compat = True
+    module.__getattr__ = old_name
 
 
 def install() -> None:
     """Lets the old module paths import (once per process)."""
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.append(_Finder())
-    if not any(isinstance(f, _PackageFinder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _PackageFinder())
+    if not any(isinstance(f, _KeptFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _KeptFinder())
+    for name in list(MOVED_OUT) + list(MOVED_INTO_PACKAGES):  # those imported before this ran
+        if name in sys.modules:
+            _serve_old_names(sys.modules[name])

@@ -8,7 +8,7 @@ import pytest
 from tests.bench.conftest import FEAT
 from tfpipe.bench import recipes
 from tfpipe.config import PipelineConfig
-from tfpipe.core.source import get_domain
+from tfpipe.core.registry import get_domain
 
 
 def test_each_domain_offers_the_recipes_its_package_has():

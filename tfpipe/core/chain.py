@@ -19,11 +19,12 @@ import tensorflow as tf
 from tfpipe.config import PipelineConfig
 from tfpipe.core import cache as cache_lib
 from tfpipe.core import memory
-from tfpipe.core import plugins
+from tfpipe.core import registry
 from tfpipe.core import resume as resume_lib
+from tfpipe.core.chain_input import ChainInput
 from tfpipe.core.mixture import mix_datasets
 from tfpipe.core.plan import EVAL, PREDICT, TRAIN, Request, Step, examples_plan, plan, split_stages  # noqa: F401
-from tfpipe.core.source import ChainInput, find
+from tfpipe.core.source import find
 from tfpipe.core.stage import fuse
 from tfpipe.core.transforms import apply_stage, batch, permute_window, shard_for_input_context, skip_failures
 
@@ -301,7 +302,7 @@ def _features_only_step(ds, step: Step, ctx: _Context):
 
 def _distribute(ds, step: Step, ctx: _Context):
     # Options must be on the part the workers run: those set after distribute stay local.
-    distribute = plugins.distributor()
+    distribute = registry.distributor()
     if distribute is None:
         raise ValueError(f"data_service={ctx.p.data_service!r}: no tf.data service plug-in is installed")
     return distribute(ds.with_options(chain_options(ctx.request.mode, ctx.p)), ctx.p)

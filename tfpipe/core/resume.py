@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from tfpipe.core.source import ChainInput
+from tfpipe.core.chain_input import ChainInput
 
 _ENDLESS = 1 << 62  # positions of an endless stream
 

@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from tfpipe.config import PipelineConfig
 from tfpipe.core.graph import walk
-from tfpipe.core.plugins import register_distributor
+from tfpipe.core.registry import register_distributor
 from tfpipe.errors import DataError
 from tfpipe.service import watch as service_watch
 from tfpipe.service.ports import check_port_free

@@ -12,7 +12,7 @@ import tfpipe
 from tests.support import encode, pattern, write
 from tfpipe.config import TOGGLES, PipelineConfig
 from tfpipe.domains.audio.config import AudioConfig
-from tfpipe.core.source import get_domain
+from tfpipe.core.registry import get_domain
 from tfpipe.domains.image import synthetic
 from tfpipe.domains.image.config import ImageConfig
 from tfpipe.domains.image.keras import keras_recipe
