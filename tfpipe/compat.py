@@ -32,6 +32,9 @@ MOVED_MODULES = {
     "tfpipe.ports": "tfpipe.service.ports",
     "tfpipe.estimator_wait": "tfpipe.train.wait_hook",
     "tfpipe.wait": "tfpipe.train.wait",
+    "tfpipe.bench.prepare": "tfpipe.bench.prepare_timing",
+    "tfpipe.domains.audio.keras": "tfpipe.domains.audio.recipes",
+    "tfpipe.domains.image.keras": "tfpipe.domains.image.recipes",
 }
 
 # Old modules whose path is now a package: a name the package lacks resolves in the new module.
@@ -68,7 +71,7 @@ MOVED_NAMES: dict[str, dict[str, str]] = {
         "merge_index": "tfpipe.compat:merge_index",
     },
     "tfpipe.bench_report": {"plot_bench": "tfpipe.bench.chart:plot_bench",
-                            "PrepareResult": "tfpipe.bench.prepare:PrepareResult"},
+                            "PrepareResult": "tfpipe.bench.prepare_timing:PrepareResult"},
     "tfpipe.pipeline": {
         **{n: f"tfpipe.core.chain:{n}" for n in ("AUTOTUNE", "EVAL", "PREDICT", "TRAIN", "build_dataset",
                                                  "normalize_mode")},

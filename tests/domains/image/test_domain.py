@@ -15,7 +15,7 @@ from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.core.registry import get_domain
 from tfpipe.domains.image import synthetic
 from tfpipe.domains.image.config import ImageConfig
-from tfpipe.domains.image.keras import keras_recipe
+from tfpipe.domains.image.recipes import keras_recipe
 from tfpipe.errors import DataError
 from tfpipe.train.estimator import serving_input_receiver_fn
 
