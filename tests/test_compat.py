@@ -90,9 +90,17 @@ def test_an_unknown_name_of_an_old_module_is_an_attribute_error():
 
 
 def test_no_old_module_has_a_file_and_tfpipe_itself_imports_no_old_path():
-    for old in list(compat.MOVED_MODULES) + [m for m in compat.MOVED_NAMES if m != "tfpipe"]:
+    import os
+
+    from tests.support import ROOT
+
+    for old in list(compat.MOVED_MODULES) + list(compat.PUBLIC_MODULES) + [m for m in compat.MOVED_NAMES
+                                                                           if m != "tfpipe"]:
         spec = importlib.util.find_spec(old)
-        assert spec.origin is None, f"{old} has a file again: {spec.origin}"
+        assert spec.origin is None or spec.name != old, f"{old} is found at {spec.origin}"
+        path = os.path.join(ROOT, *old.split("."))
+        for file in (f"{path}.py", os.path.join(path, "__init__.py")):
+            assert not os.path.exists(file), f"{old} has a file again: {file}"
     code = ("import warnings, tfpipe; warnings.simplefilter('error', DeprecationWarning); "
             "from tfpipe.core.chain import build_dataset; import tfpipe.storage.writer, tfpipe.bench, "
             "tfpipe.cli.data, tfpipe.cli.bench, tfpipe.service.bench, tfpipe.estimator")

@@ -226,7 +226,9 @@ def _serve_old_names(module: types.ModuleType) -> None:
 def install() -> None:
     """Lets the old module paths import (once per process)."""
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
-        sys.meta_path.append(_Finder())
+        # First: an old path has no file in the package (a test checks), so nothing else should find
+        # one elsewhere (e.g. an editable install of another checkout that still has it).
+        sys.meta_path.insert(0, _Finder())
     if not any(isinstance(f, _KeptFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _KeptFinder())
     for name in list(MOVED_OUT) + list(MOVED_INTO_PACKAGES):  # those imported before this ran
