@@ -37,10 +37,11 @@ MOVED_MODULES = {
     "tfpipe.domains.image.keras": "tfpipe.domains.image.recipes",
 }
 
-# Old modules whose path is now a package: a name the package lacks resolves in the new module.
-# (tfpipe.service was one module; it is the tf.data service's package now, kept free of TensorFlow.)
-MOVED_INTO_PACKAGES = {
-    "tfpipe.service": "tfpipe.service.client",
+# Old modules whose path is now a package: a name the package lacks resolves in the first of the new
+# modules that has it. (tfpipe.service was one module; it is the tf.data service's package now, kept
+# free of TensorFlow.)
+MOVED_INTO_PACKAGES: dict[str, tuple[str, ...]] = {
+    "tfpipe.service": ("tfpipe.service.client", "tfpipe.service.servers"),
 }
 
 # Modules that are still there, some of whose names moved out: module -> {name: "new.module:name"}.
@@ -113,7 +114,9 @@ MOVED_NAMES: dict[str, dict[str, str]] = {
 def resolve(old_module: str, name: str) -> Any:
     """The object an old `old_module.name` refers to now (DeprecationWarning), or AttributeError."""
     target = (MOVED_NAMES.get(old_module) or MOVED_OUT.get(old_module) or {}).get(name)
-    moved = MOVED_MODULES.get(old_module) or MOVED_INTO_PACKAGES.get(old_module)
+    moved = MOVED_MODULES.get(old_module) or next(
+        (m for m in MOVED_INTO_PACKAGES.get(old_module, ()) if hasattr(importlib.import_module(m), name)),
+        MOVED_INTO_PACKAGES.get(old_module, (None,))[0])
     if target:
         module, _, attr = target.partition(":")
         new = f"{module}.{attr}"

@@ -60,17 +60,17 @@ def run_serve(argv: Sequence[str]) -> None:
     try:
         if role != "bench":
             check_port_free(FLAGS.port)  # a taken port: said at once, before TensorFlow loads
-        from tfpipe.service import client as service  # loads TensorFlow: after the cheap checks
+        from tfpipe.service import servers  # loads TensorFlow: after the cheap checks
 
         if role == "dispatcher":
             timeout_ms = None if FLAGS.worker_timeout is None else int(FLAGS.worker_timeout * 1000)
-            service.run_dispatcher(FLAGS.port, FLAGS.work_dir, worker_timeout_ms=timeout_ms)
+            servers.run_dispatcher(FLAGS.port, FLAGS.work_dir, worker_timeout_ms=timeout_ms)
         elif role == "worker":
             if FLAGS.reuse_memory:  # the worker runs the chains: their batches reuse freed buffers
                 from tfpipe.core import memory
 
                 memory.reuse_large_buffers()
-            service.run_worker(FLAGS.dispatcher, FLAGS.port, worker_host=FLAGS.worker_host)
+            servers.run_worker(FLAGS.dispatcher, FLAGS.port, worker_host=FLAGS.worker_host)
         else:
             _run_serve_bench()
     except ValueError as e:
