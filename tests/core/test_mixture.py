@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 import tfpipe
-from tfpipe.estimator import make_input_fn
+from tfpipe.train.estimator import make_input_fn
 
 OPT = tfpipe.PipelineConfig.optimized(batch_size=100, seed=5)
 

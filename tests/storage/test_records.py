@@ -202,7 +202,7 @@ def test_a_folder_tensorflow_datasets_prepared_is_read_with_its_own_decoders(tmp
 
 
 def test_records_and_mixtures_name_their_kind_where_files_of_a_domain_are_needed(recs, tmp_path):
-    from tfpipe.keras import split_datasets
+    from tfpipe.train.keras import split_datasets
 
     source = tfpipe.records(recs)
     assert source.kind == "records" and tfpipe.mix([(source, 1.0)]).kind == "mixture"

@@ -22,14 +22,15 @@ import tensorflow as tf
 from tfpipe.config import PipelineConfig
 from tfpipe.core import cache as cache_lib
 from tfpipe.core import memory
-from tfpipe.core import plugins
+from tfpipe.core import registry
 from tfpipe.core import resume as resume_lib
 from tfpipe.core.mixture import mix_datasets
-from tfpipe.core.plan import (EVAL, PREDICT, TRAIN, Batch, Cache, Distribute, FeaturesOnly, Map, Mix, Options,  # noqa: F401
-                              Order, Pick, Prefetch, PrefetchToDevice, ReadFiles, Rebatch, Repeat, Request,
-                              ReuseMemory, Shard, ShuffleBlocks, ShuffleExamples, ShuffleFiles, Step, Unblock, Yields,
-                              options_step, plan, split_stages)
-from tfpipe.core.source import ChainInput, find
+from tfpipe.core.plan import EVAL, PREDICT, TRAIN, Request, Yields, options_step, plan, split_stages  # noqa: F401
+from tfpipe.core.steps import (Batch, Cache, Distribute, FeaturesOnly, Map, Mix, Options, Order, Pick, Prefetch,
+                               PrefetchToDevice, ReadFiles, Rebatch, Repeat, ReuseMemory, Shard, ShuffleBlocks,
+                               ShuffleExamples, ShuffleFiles, Step, Unblock)
+from tfpipe.core.chain_input import ChainInput
+from tfpipe.core.source import find
 from tfpipe.core.stage import fuse
 from tfpipe.core.transforms import apply_stage, batch, permute_window, skip_failures
 from tfpipe.errors import DataError
@@ -323,7 +324,7 @@ def _(step: Options, ds, inputs):
 
 @apply_step.register
 def _(step: Distribute, ds, inputs):
-    distribute = plugins.distributor()
+    distribute = registry.distributor()
     if distribute is None:
         raise ValueError(f"data_service={step.data_service!r}: no tf.data service plug-in is installed")
     return distribute(ds, step)

@@ -15,7 +15,8 @@ from typing import Any, Optional, Sequence
 
 import tensorflow as tf
 
-from tfpipe.core.source import ChainInput, find
+from tfpipe.core.chain_input import ChainInput
+from tfpipe.core.source import find
 from tfpipe.core.stage import Stage, user_stages
 
 

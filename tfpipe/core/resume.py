@@ -21,7 +21,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from tfpipe.core.plan import Order
+from tfpipe.core.steps import Order
 
 _ENDLESS = 1 << 62  # epochs of an endless stream
 

@@ -11,7 +11,7 @@ import tensorflow as tf
 import tfpipe
 from tests.support import make_corpus, write_tone
 from tfpipe.config import PipelineConfig
-from tfpipe.core.source import get_domain
+from tfpipe.core.registry import get_domain
 from tfpipe.domains.audio import domain as audio_domain
 from tfpipe.domains.audio.config import AudioConfig
 

@@ -12,12 +12,12 @@ import tfpipe
 from tests.support import encode, pattern, write
 from tfpipe.config import TOGGLES, PipelineConfig
 from tfpipe.domains.audio.config import AudioConfig
-from tfpipe.core.source import get_domain
+from tfpipe.core.registry import get_domain
 from tfpipe.domains.image import synthetic
 from tfpipe.domains.image.config import ImageConfig
-from tfpipe.domains.image.keras import keras_recipe
+from tfpipe.domains.image.recipes import keras_recipe
 from tfpipe.errors import DataError
-from tfpipe.estimator import serving_input_receiver_fn
+from tfpipe.train.estimator import serving_input_receiver_fn
 
 CONFIG = ImageConfig(height=16, width=24)
 OPT = PipelineConfig.optimized(batch_size=5, seed=0)

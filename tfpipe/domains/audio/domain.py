@@ -8,7 +8,8 @@ from typing import Any, Mapping, Sequence
 import tensorflow as tf
 
 from tfpipe.core.domain import Domain, check_stored_fields
-from tfpipe.core.source import register_domain, tf_paths
+from tfpipe.core.files import tf_paths
+from tfpipe.core.registry import register_domain
 from tfpipe.core.stage import Stage
 from tfpipe.domains.audio import ops, scan
 from tfpipe.domains.audio.config import AudioConfig

@@ -18,7 +18,7 @@ import struct
 import warnings
 from typing import Sequence
 
-from tfpipe.core.files import FileProblem, check_files
+from tfpipe.core.checks import FileProblem, check_files
 from tfpipe.domains.audio.config import AudioConfig
 
 _PCM = 1

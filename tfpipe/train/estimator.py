@@ -15,8 +15,9 @@ import tensorflow as tf
 from tfpipe.config import PipelineConfig
 from tfpipe.core import ledger
 from tfpipe.core.chain import build, check_args
-from tfpipe.core.source import Data, find, get_domain
-from tfpipe.estimator_wait import InputWaitHook  # noqa: F401  (public here: tfpipe.estimator.InputWaitHook)
+from tfpipe.core.registry import get_domain
+from tfpipe.core.source import Data, find
+from tfpipe.train.wait_hook import InputWaitHook  # noqa: F401  (public here: tfpipe.estimator.InputWaitHook)
 
 _LOG = logging.getLogger("tfpipe")
 
@@ -118,7 +119,7 @@ def serving_input_receiver_fn(features: Any = None, *, domain: Optional[str] = N
       A zero-argument function for `Estimator.export_saved_model` or
       `tf.estimator.FinalExporter`, returning a `tf.estimator.export.ServingInputReceiver`.
     """
-    from tfpipe.core.source import domains
+    from tfpipe.core.registry import domains
 
     if domain is None:
         domain = next((d.name for d in domains().values() if isinstance(features, d.config_class)), "audio")
