@@ -51,7 +51,8 @@ def _run_pool(jobs: Sequence[ShardJob], num_workers: int, bar) -> tuple[list[dic
     context = multiprocessing.get_context("forkserver")
     inputs = jobs[0].inputs
     domain_module = _domain_module(inputs.domain)
-    context.set_forkserver_preload(["tfpipe.storage.workers", domain_module])
+    # TensorFlow named: neither module imports it at the top (a domain's module imports without it).
+    context.set_forkserver_preload(["tensorflow", "tfpipe.storage.workers", domain_module])
     done_queue = context.Queue()
     ready: list[float] = []
     manifests: dict[int, dict] = {}

@@ -5,15 +5,18 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Sequence
 
-import tensorflow as tf
-
-from tfpipe.core.domain import Domain, check_stored_fields
-from tfpipe.core.files import tf_paths
+from tfpipe.core import lazy
+from tfpipe.core.domain import Corpus, Domain, check_stored_fields
 from tfpipe.core.registry import register_domain
 from tfpipe.core.stage import Stage
-from tfpipe.domains.audio import ops, scan
-from tfpipe.domains.audio.config import AudioConfig
+from tfpipe.domains.audio import scan
+from tfpipe.domains.audio.config import STORES, AudioConfig, AudioCorpusConfig
 from tfpipe.errors import DataError
+
+# Loaded on first use: this module imports without TensorFlow (tfpipe.core.lazy says why).
+tf = lazy.module("tensorflow")
+ops = lazy.module("tfpipe.domains.audio.ops")
+files = lazy.module("tfpipe.core.files")
 
 # Fields that fix the stored values: shards are reusable only by a pipeline asking for the same ones.
 _LOG_MEL_FIELDS = ("sample_rate", "clip_seconds", "n_fft", "hop_length", "n_mels", "fmin", "fmax", "log_offset")
@@ -97,13 +100,22 @@ class AudioDomain(Domain):
     extensions = (".wav",)
     config_class = AudioConfig
     kind = "wav"
+    default = True
+    corpus = Corpus("tfpipe.domains.audio.synthetic:write_files", AudioCorpusConfig,
+                    "8 learnable classes of wav clips")
+    recipes = {"keras": "tfpipe.domains.audio.recipes:keras_recipe"}
+    # Training runs shard first (any wav soundfile reads trains, resampled and mixed to mono) and
+    # store waveforms: the pipeline then computes the log-mel on every read, so its settings matter.
+    shards_for_training = True
+    training_store = "waveform"
+    serving_sends = "raw waveforms"
 
     def file_table(self, paths: Sequence[str], config: AudioConfig) -> Any:
         return self._table(paths, scan.scan_wavs(paths, config))  # every unusable file is named here
 
     def _table(self, paths: Sequence[str], layout: Any) -> Any:
         fingerprints = _fingerprint(list(layout.headers)) if paths else tf.zeros([0], tf.int64)
-        return (tf_paths(paths), tf.constant(layout.offsets, tf.int64), tf.constant(layout.sizes, tf.int64),
+        return (files.tf_paths(paths), tf.constant(layout.offsets, tf.int64), tf.constant(layout.sizes, tf.int64),
                 tf.constant(layout.file_sizes, tf.int64), fingerprints)
 
     def stages(self, config: AudioConfig, mode: str, head_reads: bool = True) -> list[Stage]:
@@ -125,8 +137,6 @@ class AudioDomain(Domain):
         return self._table(paths, layout), self.stages(config, mode, head_reads)
 
     def stores(self) -> tuple[str, ...]:
-        from tfpipe.domains.audio.offline import STORES
-
         return STORES
 
     def offline(self, config: AudioConfig, store: str):
@@ -155,6 +165,18 @@ class AudioDomain(Domain):
         waveform = tf.compat.v1.placeholder(tf.float32, [None, None], name="waveform")
         fixed = waveform if config.whole_clips else ops.fix_length(waveform, config.num_samples)
         return {"waveform": waveform}, {config.feature_key: ops.compute_features(fixed, in_graph)}
+
+    def serving_inputs(self, paths: Sequence[str], config: AudioConfig) -> dict:
+        """Any wav the sharding reads, resampled to the config's rate and mixed to mono, as waveforms."""
+        from tfpipe.domains.audio.offline import load_clip, pad_clips  # soundfile and soxr load here only
+
+        return {"waveform": pad_clips([load_clip(path, config) for path in paths], config.num_samples)}
+
+    def model_input(self, features: Mapping[str, Any], config: AudioConfig) -> Any:
+        """The log-mel (computed here from waveforms), standardized per clip over frames and bands."""
+        if "waveform" in features:
+            features = {"log_mel": ops.log_mel(features["waveform"], config)}
+        return super().model_input({"log_mel": features["log_mel"]}, config)
 
 
 def check_stored(stored: Mapping[str, Any], f: AudioConfig, where: str = "the shard index") -> None:

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
-import tensorflow as tf
-
-from tfpipe.core.domain import Domain, check_stored_fields
-from tfpipe.core.files import tf_paths
+from tfpipe.core import lazy
+from tfpipe.core.domain import Corpus, Domain, check_stored_fields
 from tfpipe.core.registry import register_domain
 from tfpipe.core.stage import Stage
-from tfpipe.domains.image import ops
-from tfpipe.domains.image.config import CHANNELS, ImageConfig
+from tfpipe.domains.image.config import CHANNELS, STORES, ImageConfig, ImageCorpusConfig
+
+# Loaded on first use: this module imports without TensorFlow (tfpipe.core.lazy says why).
+tf = lazy.module("tensorflow")
+ops = lazy.module("tfpipe.domains.image.ops")
+files = lazy.module("tfpipe.core.files")
 
 
 # Fields that fix the stored images (their size and framing): shards serve only a pipeline asking
@@ -20,7 +22,7 @@ _STORED_FIELDS = ("height", "width", "eval_crop")
 SERVING_KEY = "image_bytes"  # "_bytes": TF Serving's REST API then takes {"b64": ...} values
 
 
-def image_stage_fns(config: ImageConfig, train: bool, ratios: Sequence[int] = ops.JPEG_RATIOS,
+def image_stage_fns(config: ImageConfig, train: bool, ratios: Optional[Sequence[int]] = None,
                     formats: Sequence[str] = ("JPEG", "PNG")):
     """read, decode, scale over ((path, file size, shape), label) elements, as `ImageDomain.file_table`
     makes them; tfpipe.bench times them one by one.
@@ -31,6 +33,7 @@ def image_stage_fns(config: ImageConfig, train: bool, ratios: Sequence[int] = op
     scan found possible (`ratios`, `formats`: one of each, no per-image branch), and works on one
     image (sizes differ until resized); scale on one or a batch.
     """
+    ratios = ops.JPEG_RATIOS if ratios is None else ratios  # None: every scale (ops loads on use)
 
     def read(file, label):
         path, size, shape = file
@@ -60,6 +63,11 @@ class ImageDomain(Domain):
     extensions = (".jpg", ".jpeg", ".png")
     config_class = ImageConfig
     kind = "image"
+    corpus = Corpus("tfpipe.domains.image.synthetic:write_files", ImageCorpusConfig,
+                    "8 learnable classes of JPEG/PNG shapes of mixed sizes and modes")
+    recipes = {"keras": "tfpipe.domains.image.recipes:keras_recipe",
+               "tf-models": "tfpipe.domains.image.recipes:tf_models_recipe"}
+    serving_sends = "encoded image files"
 
     def file_table(self, paths: Sequence[str], config: ImageConfig) -> Any:
         return self._table(paths, self._scan(paths, config))
@@ -80,10 +88,10 @@ class ImageDomain(Domain):
     @staticmethod
     def _table(paths: Sequence[str], scanned: Any) -> Any:
         # Sizes as int32 (what tf.strings.length gives: no cast per image); max_pixels bounds them.
-        return (tf_paths(paths), tf.constant([s.size for s in scanned], tf.int32),
+        return (files.tf_paths(paths), tf.constant([s.size for s in scanned], tf.int32),
                 tf.constant([s.shape for s in scanned], tf.int32, shape=[len(scanned), CHANNELS]))
 
-    def stages(self, config: ImageConfig, mode: str, ratios: Sequence[int] = ops.JPEG_RATIOS,
+    def stages(self, config: ImageConfig, mode: str, ratios: Optional[Sequence[int]] = None,
                formats: Sequence[str] = ("JPEG", "PNG")) -> list[Stage]:
         train = mode == "train"
         read, decode, scale = image_stage_fns(config, train, ratios, formats)
@@ -94,8 +102,6 @@ class ImageDomain(Domain):
                 Stage("scale", scale, batchable=True)]
 
     def stores(self) -> tuple[str, ...]:
-        from tfpipe.domains.image.offline import STORES
-
         return STORES
 
     def offline(self, config: ImageConfig, store: str):
@@ -137,6 +143,21 @@ class ImageDomain(Domain):
         images = tf.map_fn(lambda contents: ops.preprocess(contents, config, train=False), encoded,
                            fn_output_signature=tf.TensorSpec(config.feature_shape, tf.uint8))
         return {SERVING_KEY: encoded}, {config.feature_key: ops.to_dtype(images, config.dtype, config.normalize)}
+
+    def serving_inputs(self, paths: Sequence[str], config: ImageConfig) -> dict:
+        """Each file's bytes as they are (the signature decodes JPEG and PNG of any size)."""
+        import numpy as np
+
+        encoded = []
+        for path in paths:
+            with open(path, "rb") as f:
+                encoded.append(f.read())
+        return {SERVING_KEY: np.array(encoded, dtype=object)}
+
+    def model_input(self, features: Mapping[str, Any], config: ImageConfig) -> Any:
+        """The images, normalized by ImageNet's per-channel mean and std (unless the pipeline did)."""
+        image = features[config.feature_key]
+        return image if config.normalize else ops.normalize(image)
 
 
 def check_stored(stored: Mapping[str, Any], config: ImageConfig, where: str = "the shard index") -> None:
