@@ -83,8 +83,8 @@ class RunOptions:
     step_ms: float = config_field(0.0, "Simulated accelerator step per batch, in ms of sleep: shows how much of the "
                                        "step the input hides (prefetch: max(input, step) instead of input + step).",
                                   min=0.0)
-    stages: bool = config_field(True, "Measure the one-thread rate of each stage of the data's domain (wav: read, "
-                                      "decode, features; images: read, decode, scale), the stage that limits the "
+    stages: bool = config_field(True, "Measure the one-thread rate of each stage of the data's domain (its read, "
+                                      "decode, features, ... as it names them), the stage that limits the "
                                       "pipeline and its limit (its rate x the cores), once per distinct feature "
                                       "config among the variants (at most 2).")
     stage_seconds: float = config_field(0.5, "Time budget of each stage measurement.", min=0.01)

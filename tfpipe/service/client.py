@@ -97,7 +97,7 @@ def _check_runnable_remotely(ds: tf.data.Dataset, pipeline: PipelineConfig) -> N
                          f"itself; drop --data_service_job or build without the input_context")
     if any(op in _PYTHON_OPS for n in nodes for op in n.function_ops):
         # Measured: a worker process fails with "Could not find callback with key=pyfunc_0".
-        raise ValueError(f"the chain runs Python (tf.numpy_function, e.g. AudioConfig.backend='librosa'), "
+        raise ValueError(f"the chain runs Python (tf.numpy_function, e.g. a domain config's backend='librosa'), "
                          f"which tf.data service workers cannot run (the function lives in this process): "
                          f"use --backend=tf with --data_service={pipeline.data_service}, or read locally "
                          f"(--data_service='')")

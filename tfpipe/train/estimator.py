@@ -15,7 +15,7 @@ import tensorflow as tf
 from tfpipe.config import PipelineConfig
 from tfpipe.core import ledger
 from tfpipe.core.chain import build, check_args
-from tfpipe.core.registry import get_domain
+from tfpipe.core.registry import domain_of_config, get_domain
 from tfpipe.core.source import Data, find
 from tfpipe.train.wait_hook import InputWaitHook  # noqa: F401  (public here: tfpipe.estimator.InputWaitHook)
 
@@ -105,25 +105,21 @@ def serving_input_receiver_fn(features: Any = None, *, domain: Optional[str] = N
                               fixed_length: bool = False) -> Callable[[], Any]:
     """Returns a `serving_input_receiver_fn` for export: raw inputs in, the training features out.
 
-    The domain builds the signature (audio: `{"waveform": float32 [batch, samples]}`, mono
-    samples in [-1, 1) at the config's sample rate, cropped or zero-padded like training;
-    images: encoded image bytes), with the same ops the input pipeline runs, so the served
-    model sees exactly what it was trained on.
+    The domain builds the signature (`Domain.serving_receiver`: e.g. raw mono waveforms at the
+    config's sample rate, cropped or zero-padded like training; or encoded image bytes), with
+    the same ops the input pipeline runs, so the served model sees exactly what it was trained on.
 
     Args:
       features: the config the model was trained with (default: the domain's default).
-      domain: "audio" or "image"; default: the domain whose config `features` is (audio).
-      fixed_length: audio only: the signature then requires exactly `num_samples` per row.
+      domain: a registered domain's name; default: the domain whose config `features` is (no
+        features: the default domain, tfpipe.core.registry.default_domain).
+      fixed_length: for a "waveform" input: the signature then requires exactly `num_samples` per row.
 
     Returns:
       A zero-argument function for `Estimator.export_saved_model` or
       `tf.estimator.FinalExporter`, returning a `tf.estimator.export.ServingInputReceiver`.
     """
-    from tfpipe.core.registry import domains
-
-    if domain is None:
-        domain = next((d.name for d in domains().values() if isinstance(features, d.config_class)), "audio")
-    plugin = get_domain(domain)
+    plugin = get_domain(domain) if domain is not None else domain_of_config(features)
     config = plugin.config(features)
 
     def receiver_fn():
