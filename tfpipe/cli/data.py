@@ -166,17 +166,15 @@ def run_prepare(argv: Sequence[str]) -> None:
              f"DataflowRunner); the launching process writes tfpipe.json when every shard is done")
     if not FLAGS.input:
         fail("--input is required: a folder with one subfolder per class, or a CSV manifest (path,label)")
-    command = rerun.command_key(FLAGS.input, FLAGS)
-    done = rerun.complete(FLAGS.output, command)  # the same command on its complete folder: no TensorFlow
-    if done is not None:
-        print(f"{FLAGS.output} is already complete for this command (checked in {done.seconds:.2f} s); "
-              f"nothing to do")
-        _print_written(done.index, FLAGS.output)
-        return
     try:
+        command = rerun.command_key(FLAGS.input, FLAGS)
+        done = rerun.complete(FLAGS.output, command)  # the same command on its complete folder: no TensorFlow
+        if done is not None:
+            _print_complete(done.index, done.seconds)
+            return
         index, stats = _write()
     except KeyboardInterrupt:  # one line, not a traceback: what is done is kept
-        print(f"\ntfpipe prepare: stopped (Ctrl-C); finished shards are kept: rerun the same command to go on",
+        print("\ntfpipe prepare: stopped (Ctrl-C); finished shards are kept: rerun the same command to go on",
               file=sys.stderr, flush=True)
         sys.exit(130)
     rerun.remember(FLAGS.output, command)
@@ -209,9 +207,7 @@ def _write():
 def _print_outcome(index: dict, stats) -> None:
     """What the writer did (or that the folder was complete already)."""
     if stats.complete:
-        print(f"{FLAGS.output} is already complete for this command (checked in {stats.seconds:.2f} s); "
-              f"nothing to do")
-        _print_written(index, FLAGS.output)
+        _print_complete(index, stats.seconds)
         return
     _print_written(index, FLAGS.output)
     for what, why in stats.chosen.items():
@@ -224,6 +220,11 @@ def _print_outcome(index: dict, stats) -> None:
           f"{stats.processed / writing:,.0f} examples/s over {stats.writing_seconds:.1f} s"
           + (f"; {stats.resumed_shards} of {stats.shards} shards were already complete"
              if stats.resumed_shards else ""))
+
+
+def _print_complete(index: dict, seconds: float) -> None:
+    print(f"{FLAGS.output} is already complete for this command (checked in {seconds:.2f} s); nothing to do")
+    _print_written(index, FLAGS.output)
 
 
 def _schema_text(features: dict) -> str:
@@ -239,6 +240,7 @@ def _notes_text(index: dict) -> str:
 def _print_written(index: dict, out_dir: str) -> None:
     """One summary line per fact: counts (found = written + rejected), storage, conversions, where."""
     from tfpipe.storage.index import INDEX_NAME
+
     found = index["num_examples"] + len(index["rejected"])
     size = sum(s["bytes"] for s in index["shards"])
     blocks = sorted({s.get("block_size", 1) for s in index["shards"]})
