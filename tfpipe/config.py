@@ -123,7 +123,9 @@ class PipelineConfig:
     bucket_key: str = config_field("", "Feature whose leading dimension is an example's length (empty: the one "
                                        "that varies).")
     reuse_memory: bool = config_field(True, "Keep freed large buffers for the next batch (glibc malloc) instead of "
-                                            "faulting their pages in again every batch; process-wide.")
+                                            "faulting their pages in again every batch. Process-wide: resident "
+                                            "memory then stays near its peak (measured: a 408 MiB live peak held "
+                                            "591 MiB after everything was freed, 50 MiB without).")
 
     def __post_init__(self):
         object.__setattr__(self, "bucket_boundaries", _lengths(self.bucket_boundaries))

@@ -213,7 +213,8 @@ def batches_plan(p: Any, source: Yields, request: Request = Request()) -> tuple[
     options = options_step(p, request.mode)
     if p.data_service:
         # Options must be on the part the workers run: those set after distribute stay local.
-        steps += [options, Distribute(p.data_service, p.data_service_mode, p.data_service_job, p.cache)]
+        steps += [options, Distribute(p.data_service, p.data_service_mode, p.data_service_job, p.cache, not train,
+                                       request.pipelines > 1)]
     if p.prefetch:
         steps.append(Prefetch())
     if p.prefetch_to_device and request.device_prefetch:

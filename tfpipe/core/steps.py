@@ -172,6 +172,8 @@ class Distribute(Step):
     data_service_mode: str
     data_service_job: str
     cache: str
+    finite: bool = False  # eval/predict: the epoch ends (the client looks at the workers once more then)
+    sharded: bool = False  # each input pipeline reads its own share of the files (a Shard step above)
     why: str = "the tf.data service runs everything above"
 
 
