@@ -109,8 +109,8 @@ class AudioDomain(Domain):
         # decode_raw and one STFT per batch) when every clip has one length; whole clips of
         # differing lengths are decoded one by one.
         fixed = not config.whole_clips
-        return [Stage("read", read), Stage("decode", decode, batchable=fixed),
-                Stage("features", featurize, batchable=fixed, python=python)]
+        return [Stage("read", read, fixed_shape=True), Stage("decode", decode, batchable=fixed, fixed_shape=fixed),
+                Stage("features", featurize, batchable=fixed, python=python, fixed_shape=fixed)]
 
     def reading(self, paths: Sequence[str], config: AudioConfig, mode: str) -> tuple[Any, list[Stage]]:
         """The file table and stages, with the per-file head-read branch only where a file needs it."""
@@ -137,7 +137,7 @@ class AudioDomain(Domain):
         store = stored["store"]
         check_stored(stored, config)
         if store == "waveform" and config.output == "log_mel":  # log-mel from stored waveforms
-            return [Stage("features", lambda values, labels: (
+            return [Stage("features", fixed_shape=True, fn=lambda values, labels: (
                 {config.feature_key: ops.compute_features(values[store], config)}, labels), batchable=True)]
         return []
 
