@@ -49,7 +49,7 @@ def test_each_kind_says_what_it_reads_or_what_to_pass(tiny, tiny_shards, tmp_pat
         bench.parse_variant("keras").reads(_inputs(tiny_shards))
     # The audio domain has a Keras recipe but no tensorflow/models one: the variant says where it would be.
     with pytest.raises(ValueError, match=r"the tf-models variant needs the audio domain's tensorflow/models ResNet "
-                                         r"recipe \(tfpipe\.domains\.audio\.recipes\.tf_models_recipe\), which it "
+                                         r"recipe \(Domain\.recipes\['tf-models'\]\), which it "
                                          r"lacks; recipes here: keras"):
         bench.parse_variant("tf-models").reads(wavs)
     manifest = tmp_path / "clips.csv"

@@ -48,3 +48,14 @@ def test_the_distributor_slot_is_refused_twice_unless_replaced(saved_registry):
         registry.register_distributor(other)
     registry.register_distributor(other, replace=True)
     assert registry.distributor() is other
+
+
+def test_the_default_domain_is_the_one_that_says_so_and_configs_name_their_domain(saved_registry):
+    import tfpipe
+
+    audio, image = registry.get_domain("audio"), registry.get_domain("image")
+    assert registry.default_domain() is audio and audio.default and not image.default
+    assert registry.domain_of_config(tfpipe.ImageConfig()) is image
+    assert registry.domain_of_config(None) is audio
+    with pytest.raises(ValueError, match=r"int: no registered domain has this config class"):
+        registry.domain_of_config(3)
