@@ -11,7 +11,7 @@ import json
 import statistics
 from typing import Any, Mapping, Optional, Sequence
 
-from tfpipe.bench import advice, caveats
+from tfpipe.bench import advice, caveats, winner
 from tfpipe.bench.text import align_table, plural, turn  # noqa: F401  (align_table: its old home)
 from tfpipe.bench.ops import OpsReport
 from tfpipe.bench.stages import STAGE_NAMES, StageReport, added_ms  # noqa: F401  (their old home)
@@ -24,7 +24,9 @@ SCHEMA = "tfpipe-bench"
 #    stage's one-thread rate x cores (stages: limiting_rate, linear = the old whole-chain ideal,
 #    batched, on_batches_ms_per_example, advice); variants' padding_share; ops' rewrites and
 #    advice; rounds' ratios; settings.epoch_batches.
-SCHEMA_VERSION = 4
+# 5: winner (who won per core count, ties named, a reference recipe that beat tfpipe); a row whose
+#    medians and per-round ratios disagree on the direction is within_noise.
+SCHEMA_VERSION = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,9 +216,14 @@ class BenchResult:
         """Why this run may mislead (too few batches an epoch, rounds that disagree, ...), with what to do."""
         return caveats.caveats(self.settings, self.variants)
 
+    @property
+    def standings(self) -> list[winner.Standing]:
+        """Who won, per core count: the fastest row, and whether the rounds agree it beat every other."""
+        return winner.standings(self.variants)
+
     def within_noise(self, v: VariantResult) -> bool:
         """Whether `v` differs from its reference by less than the run's noise."""
-        return caveats.within_noise(v, caveats.noise_floor(self.variants))
+        return caveats.row_within_noise(v, self.variants)
 
     def stage_advice(self, report: StageReport) -> list[str]:
         """What to do about a stage report's limit."""
@@ -229,12 +236,14 @@ class BenchResult:
         return advice.ops_advice(report, measured)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON: format, version, settings, machine, variants, stages, ops, caveats, wall_s, phases_s."""
+        """Plain dict for JSON: format, version, settings, machine, variants, stages, ops, winner, caveats, wall_s,
+        phases_s."""
         return {"format": SCHEMA, "version": SCHEMA_VERSION, "settings": dict(self.settings),
                 "machine": dict(self.machine),
                 "variants": [{**v.to_dict(), "within_noise": self.within_noise(v)} for v in self.variants],
                 "stages": [{**s.to_dict(), "advice": self.stage_advice(s)} for s in self.stages],
                 "ops": [{**o.to_dict(), "advice": self.ops_advice(o)} for o in self.ops],
+                "winner": [w.to_dict() for w in self.standings],
                 "caveats": self.caveats, "wall_s": self.wall_s, "phases_s": dict(self.phases)}
 
     def to_json(self, indent: Optional[int] = 2) -> str:
@@ -274,6 +283,7 @@ def bench_table(result: BenchResult) -> str:
     if s["step_ms"] > 0:
         lines.append(f"With a {s['step_ms']:g} ms step, a chain without prefetch costs input + step per "
                      f"batch; with prefetch, max(input, step).")
+    lines += [w.text() for w in result.standings]
     lines += [f"caution: {c}" for c in result.caveats]
     for rep in result.stages:
         lines += [""] + rep.table_lines(bool(s.get("cores"))) + [f"  what to do: {a}" for a in result.stage_advice(rep)]
