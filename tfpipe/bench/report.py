@@ -228,12 +228,12 @@ class BenchResult:
     def stage_advice(self, report: StageReport) -> list[str]:
         """What to do about a stage report's limit."""
         users = [v for v in self.variants if v.stage_label == report.label]
-        return advice.stage_advice(report, self.settings.get("data"), users)
+        return advice.stage_advice(report, self.settings.get("data"), users, shards=self.settings.get("shards"))
 
     def ops_advice(self, report: OpsReport) -> list[str]:
         """What the limiting op of a variant's chain means, given the rate the variant reached."""
-        measured = next((v.stats.median for v in self.variants if v.key == report.variant), None)
-        return advice.ops_advice(report, measured)
+        variant = next((v for v in self.variants if v.key == report.variant), None)
+        return advice.ops_advice(report, variant and variant.stats.median, variant)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON: format, version, settings, machine, variants, stages, ops, winner, caveats, wall_s,
