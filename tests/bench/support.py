@@ -6,8 +6,8 @@ from tfpipe.bench.specs import BASES, parse_variant
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 # The JSON keys users and scripts read; changing them is a schema change (bump SCHEMA_VERSION).
-TOP_KEYS = {"format", "version", "settings", "machine", "variants", "stages", "ops", "winner", "caveats", "wall_s",
-            "phases_s"}
+TOP_KEYS = {"format", "version", "settings", "machine", "variants", "stages", "ops", "winner", "skipped", "caveats",
+            "wall_s", "phases_s"}
 VARIANT_KEYS = {"name", "kind", "reference", "note", "config", "examples_per_s", "ratio", "baseline_ratio",
                 "cores", "pinned", "examples_per_s_per_core", "speedup", "first_batch_s", "import_rss_mb",
                 "peak_rss_mb", "ms_per_batch", "input_wait_share", "ideal", "share_of_ideal", "turns", "batch_spec",

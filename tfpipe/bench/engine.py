@@ -116,6 +116,7 @@ class _Plan:
     ablation: bool
     dataset_fn: str
     input_fns: tuple[str, ...]
+    skipped: Mapping[str, str] = dataclasses.field(default_factory=dict)  # variant name -> why it cannot read the data
 
 
 def run(data: Optional[Union[str, os.PathLike]] = None,
@@ -164,6 +165,7 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
     steps = len(plan.runs) * (1 + options.repeats) + bool(plan.staged) + options.ops * len(plan.chosen)
     with Session(plan.runs, common, plan.cpus, bool(plan.staged), steps, progress) as session:
         builds = session.build(options.warmup)
+        plan = _skip(plan, session.skipped)  # a recipe that refused the data at build time
         turn_batches = _turn_batches(plan, builds, options)
         turns = session.rounds(options.repeats, turn_batches, options.step_ms,
                                0.0 if options.batches else options.turn_seconds)
@@ -174,7 +176,8 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
     results = _results(plan, session.ready, builds, peaks, turns, reports, machine, options)
     settings = _settings(plan, options, turn_batches, builds)
     wall = sum(session.phases.values())
-    return BenchResult(settings, machine, tuple(results), tuple(reports), wall, session.phases, tuple(op_reports))
+    return BenchResult(settings, machine, tuple(results), tuple(reports), wall, session.phases, tuple(op_reports),
+                       skipped=dict(plan.skipped))
 
 
 def _options(options: Optional[RunOptions], settings: Mapping[str, Any]) -> RunOptions:
@@ -201,14 +204,50 @@ def _plan(data: Any, variants: Any, dataset_fn: Any, input_fns: Sequence[Any], s
     features = bench_domains.base_features(inputs, features, overrides)
     chosen = tuple(resolve_variants(variants, features, overrides, ablation, baseline, dataset_fn=fn,
                                     input_fns=input_specs))
-    reads = {v.name: v.reads(inputs) for v in chosen}  # ValueError: the run lacks what it reads
+    reads, skipped = {}, {}
+    for v in chosen:
+        try:
+            reads[v.name] = v.reads(inputs)  # ValueError: the run lacks what it reads
+        except ValueError as e:
+            if not v.skippable:
+                raise
+            skipped[v.name] = str(e)
+    chosen = _without(chosen, skipped)
     _check_files(chosen, inputs)
     epochs = {v.name: reads[v.name] and _check_size(v, *reads[v.name]) for v in chosen}
     readers = [v for v in chosen if v.reads_data]
     staged = bench_domains.stage_configs(inputs.domain, readers, MAX_STAGE_CONFIGS) \
         if options.stages and inputs.domain is not None else []
     return _Plan(chosen, tuple(with_cores(chosen, options.cores)), inputs, epochs, tuple(staged), cpus, features,
-                 dict(overrides or {}), ablation, fn, input_specs)
+                 dict(overrides or {}), ablation, fn, input_specs, skipped)
+
+
+def _without(chosen: Sequence[Variant], skipped: Mapping[str, str]) -> tuple[Variant, ...]:
+    """`chosen` less the skipped variants; a skipped baseline's place goes to the first variant left.
+
+    Raises:
+      ValueError: no variant is left, with each one's reason.
+    """
+    kept = [v for v in chosen if v.name not in skipped]
+    if not kept:
+        raise ValueError("no variant can read the data: " + "; ".join(f"{n}: {r}" for n, r in skipped.items()))
+    if not skipped:
+        return tuple(chosen)
+    old = next(v.name for v in chosen if v.reference == v.name)
+    baseline = old if old not in skipped else kept[0].name
+    return tuple(dataclasses.replace(v, reference=baseline if v.name == baseline or v.reference in skipped
+                                     else v.reference) for v in kept)
+
+
+def _skip(plan: _Plan, skipped: Mapping[str, str]) -> _Plan:
+    """The plan without the variants skipped at build time (their runs at every core count)."""
+    new = {k: r for k, r in skipped.items() if k not in plan.skipped}
+    if not new:
+        return plan
+    chosen = _without(plan.chosen, new)
+    runs = tuple(next(dataclasses.replace(v, cores=r.cores) for v in chosen if v.name == r.name)
+                 for r in plan.runs if r.name not in new)
+    return dataclasses.replace(plan, chosen=chosen, runs=runs, skipped={**plan.skipped, **new})
 
 
 def _inputs(data: Any, shards: Any) -> Inputs:

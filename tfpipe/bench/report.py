@@ -24,8 +24,9 @@ SCHEMA = "tfpipe-bench"
 #    stage's one-thread rate x cores (stages: limiting_rate, linear = the old whole-chain ideal,
 #    batched, on_batches_ms_per_example, advice); variants' padding_share; ops' rewrites and
 #    advice; rounds' ratios; settings.epoch_batches.
-# 5: winner (who won per core count, ties named, a reference recipe that beat tfpipe); a row whose
-#    medians and per-round ratios disagree on the direction is within_noise.
+# 5: winner (who won per core count, ties named, a reference recipe that beat tfpipe); skipped (variants
+#    that cannot read the data, with the reason); a row whose medians and per-round ratios disagree on
+#    the direction is within_noise.
 SCHEMA_VERSION = 5
 
 
@@ -194,6 +195,7 @@ class BenchResult:
       wall_s: wall time of the whole run.
       phases: seconds spent starting workers, building, in rounds, on stages, on ops, stopping.
       ops: per-op single-thread rates of each variant's final chain (empty without `ops`).
+      skipped: variant name -> why it was not timed (a reference recipe that cannot read the data).
     """
 
     settings: Mapping[str, Any]
@@ -203,6 +205,7 @@ class BenchResult:
     wall_s: float
     phases: Mapping[str, float] = dataclasses.field(default_factory=dict)
     ops: tuple[OpsReport, ...] = ()
+    skipped: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __getitem__(self, name: str) -> VariantResult:
         """The variant by key ("optimized@2") or name (its first core count)."""
@@ -236,14 +239,14 @@ class BenchResult:
         return advice.ops_advice(report, variant and variant.stats.median, variant)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON: format, version, settings, machine, variants, stages, ops, winner, caveats, wall_s,
-        phases_s."""
+        """Plain dict for JSON: format, version, settings, machine, variants, stages, ops, winner, skipped, caveats,
+        wall_s, phases_s."""
         return {"format": SCHEMA, "version": SCHEMA_VERSION, "settings": dict(self.settings),
                 "machine": dict(self.machine),
                 "variants": [{**v.to_dict(), "within_noise": self.within_noise(v)} for v in self.variants],
                 "stages": [{**s.to_dict(), "advice": self.stage_advice(s)} for s in self.stages],
                 "ops": [{**o.to_dict(), "advice": self.ops_advice(o)} for o in self.ops],
-                "winner": [w.to_dict() for w in self.standings],
+                "winner": [w.to_dict() for w in self.standings], "skipped": dict(self.skipped),
                 "caveats": self.caveats, "wall_s": self.wall_s, "phases_s": dict(self.phases)}
 
     def to_json(self, indent: Optional[int] = 2) -> str:
@@ -283,6 +286,7 @@ def bench_table(result: BenchResult) -> str:
     if s["step_ms"] > 0:
         lines.append(f"With a {s['step_ms']:g} ms step, a chain without prefetch costs input + step per "
                      f"batch; with prefetch, max(input, step).")
+    lines += [f"skipped {name}: {reason}" for name, reason in result.skipped.items()]
     lines += [w.text() for w in result.standings]
     lines += [f"caution: {c}" for c in result.caveats]
     for rep in result.stages:
