@@ -44,6 +44,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 from tfpipe.bench import domains as bench_domains
 from tfpipe.bench import user_fns
 from tfpipe.bench import worker as bench_worker
+from tfpipe.bench.ceiling import Ceiling
 from tfpipe.bench.report import BenchResult, StageReport, Turn, VariantResult, round_stats
 from tfpipe.bench import session as session_lib
 from tfpipe.bench.session import Session
@@ -70,6 +71,7 @@ class RunOptions:
       stages: measure the one-thread rate of each stage of the data's domain, the limit and its stage.
       stage_seconds: time budget of each stage (and op) measurement.
       ops: time each dataset op of every variant's final chain on one thread.
+      ceiling: measure each variant's per-element ceiling (its one-thread ops; with `ops`, from the same timing).
       cores: run every variant once per core count, pinned to that many cores (empty: not pinned).
     """
 
@@ -90,6 +92,10 @@ class RunOptions:
     stage_seconds: float = config_field(0.5, "Time budget of each stage measurement.", min=0.01)
     ops: bool = config_field(False, "Also time each dataset op of every variant's final chain on one thread "
                                     "(shown by op type and the name given with name=) and name the op that limits it.")
+    ceiling: bool = config_field(True, "Measure each variant's per-element ceiling: the ops of its final chain that "
+                                       "run on one thread (all but parallel maps and interleaves) timed alone; the "
+                                       "slowest caps the chain on any host, so the report says how many cores it can "
+                                       "use (ceiling / examples per second per core).")
     cores: tuple = config_field((), "Core counts to pin every variant to in turn.")
 
     def __post_init__(self):
@@ -162,7 +168,8 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
     options = _options(options, settings)
     plan = _plan(data, variants, dataset_fn, input_fns, shards, ablation, baseline, features, overrides, options)
     common = {"data": plan.inputs.data, "shards": plan.inputs.shards, "sys_path": list(sys.path)}
-    steps = len(plan.runs) * (1 + options.repeats) + bool(plan.staged) + options.ops * len(plan.chosen)
+    timed = _timed_ops(plan, options)
+    steps = len(plan.runs) * (1 + options.repeats) + bool(plan.staged) + len(timed)
     with Session(plan.runs, common, plan.cpus, bool(plan.staged), steps, progress) as session:
         builds = session.build(options.warmup)
         plan = _skip(plan, session.skipped)  # a recipe that refused the data at build time
@@ -170,14 +177,25 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
         turns = session.rounds(options.repeats, turn_batches, options.step_ms,
                                0.0 if options.batches else options.turn_seconds)
         reports = session.stages(plan.staged, options.stage_seconds)
-        op_reports = session.ops(plan.chosen if options.ops else (), options.stage_seconds)
+        # The ceiling alone needs fewer counts than the op table: a third of the budget.
+        op_reports = session.ops(timed, options.stage_seconds if options.ops else options.stage_seconds / 3)
         peaks = session.stop()
     machine = session_lib.machine(session.ready[0]["tf_version"], session.ready[0]["gpu"])  # a worker's view
-    results = _results(plan, session.ready, builds, peaks, turns, reports, machine, options)
+    ceilings = {v.name: Ceiling.from_ops(r, v.name) for v, r in zip(timed, op_reports)} if options.ceiling else {}
+    results = _results(plan, session.ready, builds, peaks, turns, reports, machine, options, ceilings)
     settings = _settings(plan, options, turn_batches, builds)
     wall = sum(session.phases.values())
-    return BenchResult(settings, machine, tuple(results), tuple(reports), wall, session.phases, tuple(op_reports),
-                       skipped=dict(plan.skipped))
+    return BenchResult(settings, machine, tuple(results), tuple(reports), wall, session.phases,
+                       tuple(op_reports) if options.ops else (), skipped=dict(plan.skipped))
+
+
+def _timed_ops(plan: _Plan, options: RunOptions) -> tuple[Variant, ...]:
+    """The variants whose ops are timed: all with `ops`; for the ceiling alone, all but --ablation's toggled rows."""
+    if options.ops:
+        return plan.chosen
+    if not options.ceiling:
+        return ()
+    return tuple(v for v in plan.chosen if not plan.ablation or not v.changed)
 
 
 def _options(options: Optional[RunOptions], settings: Mapping[str, Any]) -> RunOptions:
@@ -311,7 +329,7 @@ def _epoch_batches(plan: _Plan, v: Variant, build: Mapping[str, Any]) -> Optiona
 
 def _results(plan: _Plan, ready: Sequence[dict], builds: Sequence[dict], peaks: Sequence[dict],
              turns: Mapping[str, Sequence[Turn]], reports: Sequence[StageReport], machine: Mapping[str, Any],
-             options: RunOptions) -> list[VariantResult]:
+             options: RunOptions, ceilings: Mapping[str, Ceiling]) -> list[VariantResult]:
     """One VariantResult per run: statistics, ratios, the limit of its own stages, notes."""
     keys = {(v.name, v.cores): v.key for v in plan.runs}
     stats = round_stats(turns, {v.key: keys[v.reference, v.cores] for v in plan.runs})
@@ -334,7 +352,8 @@ def _results(plan: _Plan, ready: Sequence[dict], builds: Sequence[dict], peaks: 
                                      speedup=to_first[v.key].ratio if options.cores else None,
                                      batch_spec=build.get("batch_spec", ""),
                                      padding_share=build.get("padding_share"),
-                                     stage_label=report.label if report else ""))
+                                     stage_label=report.label if report else "",
+                                     ceiling=ceilings.get(v.name)))
     return results
 
 
@@ -348,7 +367,8 @@ def _settings(plan: _Plan, options: RunOptions, turn_batches: Mapping[str, int],
             "num_classes": len(source.class_names) if source else None, "variants": [v.name for v in chosen],
             "baseline": next(v.name for v in chosen if v.reference == v.name),
             "ablation": plan.ablation, "dataset_fn": plan.dataset_fn or None, "input_fns": list(plan.input_fns),
-            "cores": list(options.cores) or None, "ops": options.ops, "batches": options.batches,
+            "cores": list(options.cores) or None, "ops": options.ops, "ceiling": options.ceiling,
+            "batches": options.batches,
             "turn_batches": dict(turn_batches),
             "epoch_batches": {v.name: _epoch_batches(plan, v, b) for v, b in zip(plan.runs, builds)},
             "turn_seconds": 0.0 if options.batches else options.turn_seconds, "repeats": options.repeats,

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from tfpipe.bench import advice, caveats, winner
 from tfpipe.bench.text import align_table, plural, turn  # noqa: F401  (align_table: its old home)
+from tfpipe.bench.ceiling import Ceiling
 from tfpipe.bench.ops import OpsReport
 from tfpipe.bench.stages import STAGE_NAMES, StageReport, added_ms  # noqa: F401  (their old home)
 
@@ -26,7 +27,8 @@ SCHEMA = "tfpipe-bench"
 #    advice; rounds' ratios; settings.epoch_batches.
 # 5: winner (who won per core count, ties named, a reference recipe that beat tfpipe); skipped (variants
 #    that cannot read the data, with the reason); a row whose medians and per-round ratios disagree on
-#    the direction is within_noise.
+#    the direction is within_noise; each variant's ceiling (per-element ceiling, cores it can use);
+#    settings.ceiling.
 SCHEMA_VERSION = 5
 
 
@@ -120,6 +122,7 @@ class VariantResult:
       batch_spec: dtypes and shapes of its first batch, e.g. "({'image': uint8[64, 64, 64, 3]}, int64[64])".
       padding_share: share of its first batches' values that are padding (None: no shape varies).
       stage_label: the label of the stage report its `ideal` comes from ("": none).
+      ceiling: its per-element ceiling (bench.ceiling.Ceiling: the one-thread ops of its chain), or None.
     """
 
     name: str
@@ -140,6 +143,7 @@ class VariantResult:
     batch_spec: str = ""
     padding_share: Optional[float] = None
     stage_label: str = ""
+    ceiling: Optional[Ceiling] = None
 
     @property
     def key(self) -> str:
@@ -179,6 +183,7 @@ class VariantResult:
                 "ms_per_batch": self.ms_per_batch, "input_wait_share": self.wait_share, "ideal": self.ideal,
                 "share_of_ideal": self.share_of_ideal, "stage_label": self.stage_label,
                 "padding_share": self.padding_share,
+                "ceiling": self.ceiling.to_dict(s.median, self.cores) if self.ceiling else None,
                 "turns": [dataclasses.asdict(t) for t in self.turns]}
 
 
@@ -289,6 +294,7 @@ def bench_table(result: BenchResult) -> str:
     lines += [f"skipped {name}: {reason}" for name, reason in result.skipped.items()]
     lines += [w.text() for w in result.standings]
     lines += [f"caution: {c}" for c in result.caveats]
+    lines += _ceiling_lines(result)
     for rep in result.stages:
         lines += [""] + rep.table_lines(bool(s.get("cores"))) + [f"  what to do: {a}" for a in result.stage_advice(rep)]
     for report in result.ops:
@@ -296,6 +302,16 @@ def bench_table(result: BenchResult) -> str:
     lines.append(f"\n({len(result.variants)} variants in {result.wall_s:.0f} s; each in its own process, "
                  f"timed in turns while the others are paused)")
     return "\n".join(lines)
+
+
+def _ceiling_lines(result: BenchResult) -> list[str]:
+    """The per-element ceilings: each chain's one-thread cost and how many cores it can use."""
+    rows = [v for v in result.variants if v.ceiling is not None]
+    if not rows:
+        return []
+    return (["", "per-element ceiling (the ops that run on one thread, timed alone; parallel maps scale with the "
+                 "cores, these do not):"]
+            + [f"  {v.ceiling.line(v.stats.median, v.cores, v.key)}" for v in rows])
 
 
 def _header(result: BenchResult) -> str:
