@@ -14,12 +14,13 @@ VARIANT_KEYS = {"name", "kind", "reference", "note", "config", "examples_per_s",
                 "padding_share", "stage_label", "within_noise", "ceiling"}
 STAGE_KEYS = {"label", "features", "batch_size", "cores", "limiting", "limiting_rate", "ideal", "linear",
               "fused_rate", "vectorized_rate", "batched", "on_batches_ms_per_example", "stages", "advice"}
-MACHINE_KEYS = {"cores", "usable_cores", "tf_version", "python", "platform", "gpu"}
+MACHINE_KEYS = {"cores", "usable_cores", "tf_version", "python", "platform", "gpu", "gpu_names"}
 SETTINGS_KEYS = {"data", "shards", "domain", "num_examples", "num_classes", "variants", "baseline", "ablation",
                  "dataset_fn", "input_fns", "cores", "ops", "ceiling", "batches", "turn_batches", "epoch_batches",
                  "turn_seconds", "repeats", "warmup", "settle_batches", "step_ms", "batch_size", "stage_seconds",
                  "features", "overrides", "frozen_while_idle"}
-MACHINE = {"cores": 2, "usable_cores": 2, "tf_version": "2.15.1", "python": "3.11", "platform": "linux", "gpu": False}
+MACHINE = {"cores": 2, "usable_cores": 2, "tf_version": "2.15.1", "python": "3.11", "platform": "linux", "gpu": False,
+           "gpu_names": []}
 
 
 def turns(seconds, examples=100, batches=4):

@@ -180,7 +180,8 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
         # The ceiling alone needs fewer counts than the op table: a third of the budget.
         op_reports = session.ops(timed, options.stage_seconds if options.ops else options.stage_seconds / 3)
         peaks = session.stop()
-    machine = session_lib.machine(session.ready[0]["tf_version"], session.ready[0]["gpu"])  # a worker's view
+    first = session.ready[0]  # a worker's view
+    machine = session_lib.machine(first["tf_version"], first["gpu"], first.get("gpu_names", ()))
     ceilings = {v.name: Ceiling.from_ops(r, v.name) for v, r in zip(timed, op_reports)} if options.ceiling else {}
     results = _results(plan, session.ready, builds, peaks, turns, reports, machine, options, ceilings)
     settings = _settings(plan, options, turn_batches, builds)

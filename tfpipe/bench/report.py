@@ -28,7 +28,7 @@ SCHEMA = "tfpipe-bench"
 # 5: winner (who won per core count, ties named, a reference recipe that beat tfpipe); skipped (variants
 #    that cannot read the data, with the reason); a row whose medians and per-round ratios disagree on
 #    the direction is within_noise; each variant's ceiling (per-element ceiling, cores it can use);
-#    settings.ceiling.
+#    settings.ceiling; machine.gpu_names.
 SCHEMA_VERSION = 5
 
 

@@ -19,11 +19,12 @@ from tfpipe.bench import worker as bench_worker
 from tfpipe.bench.report import StageReport, Turn
 
 
-def machine(tf_version: str, gpu: bool) -> dict[str, Any]:
-    """Cores, usable cores, versions, platform and GPU."""
+def machine(tf_version: str, gpu: bool, gpu_names: Sequence[str] = ()) -> dict[str, Any]:
+    """Cores, usable cores, versions, platform and GPU (and the GPUs' names)."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {"cores": os.cpu_count(), "usable_cores": usable, "tf_version": tf_version,
-            "python": platform.python_version(), "platform": platform.platform(), "gpu": gpu}
+            "python": platform.python_version(), "platform": platform.platform(), "gpu": gpu,
+            "gpu_names": list(gpu_names)}
 
 
 def progress_bar(total: int, enabled: bool) -> Any:
