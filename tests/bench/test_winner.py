@@ -50,7 +50,7 @@ def test_when_the_ratio_column_and_the_medians_disagree_the_report_names_no_winn
     assert not standing.won and [v.name for v in standing.tied] == ["optimized"]
     assert standing.text().startswith("winner: none clear: tf-models (2,800/s), optimized (1,500/s) are within "
                                       "this run's noise of each other")
-    assert "(tfpipe's best, optimized, does not beat tf-models here)" in standing.text()
+    assert "(this run does not show tfpipe's best, optimized, beating tf-models)" in standing.text()
 
 
 def test_medians_against_the_rounds_are_named():

@@ -168,11 +168,11 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
     options = _options(options, settings)
     plan = _plan(data, variants, dataset_fn, input_fns, shards, ablation, baseline, features, overrides, options)
     common = {"data": plan.inputs.data, "shards": plan.inputs.shards, "sys_path": list(sys.path)}
-    timed = _timed_ops(plan, options)
-    steps = len(plan.runs) * (1 + options.repeats) + bool(plan.staged) + len(timed)
+    steps = len(plan.runs) * (1 + options.repeats) + bool(plan.staged) + len(_timed_ops(plan, options))
     with Session(plan.runs, common, plan.cpus, bool(plan.staged), steps, progress) as session:
         builds = session.build(options.warmup)
         plan = _skip(plan, session.skipped)  # a recipe that refused the data at build time
+        timed = _timed_ops(plan, options)
         turn_batches = _turn_batches(plan, builds, options)
         turns = session.rounds(options.repeats, turn_batches, options.step_ms,
                                0.0 if options.batches else options.turn_seconds)

@@ -69,7 +69,7 @@ class Standing:
                     f"treat them as equal")
             recipes = [v for v in (top,) + self.tied if not is_tfpipe(v)]
             if recipes and self.best_tfpipe is not None and self.best_tfpipe in (top,) + self.tied:
-                line += f" (tfpipe's best, {self.best_tfpipe.name}, does not beat {recipes[0].name} here)"
+                line += f" (this run does not show tfpipe's best, {self.best_tfpipe.name}, beating {recipes[0].name})"
             return line
         line = f"winner{where}: {top.name}, {top.stats.median:,.0f} examples/s"
         if self.runner_up is not None:
