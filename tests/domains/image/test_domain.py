@@ -94,8 +94,8 @@ def test_each_toggle_changes_speed_not_results(tmp_path, toggle):
 def test_vectorize_moves_the_dtype_cast_after_batch_and_naive_is_the_seed_chain(tmp_path):
     data = numbered_folder(tmp_path / "imgs")
     optimized = tfpipe.dataset_ops(tfpipe.build_dataset(data, "train", OPT, CONFIG))
-    assert optimized == ["RangeDataset", "FlatMapDataset", "ParallelMapDatasetV2",
-                         "BatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset", "OptionsDataset"]
+    assert optimized == ["RangeDataset", "FlatMapDataset", "BatchDatasetV2", "ParallelMapDatasetV2", "MapDataset",
+                         "RebatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset", "OptionsDataset"]
     naive = tfpipe.dataset_ops(tfpipe.build_dataset(data, "train", NAIVE, CONFIG))
     assert naive == ["TensorSliceDataset", "MapDataset", "ShuffleDatasetV3", "MapDataset", "MapDataset",
                      "BatchDatasetV2", "RepeatDataset", "OptionsDataset"]  # read, decode, scale: one map each

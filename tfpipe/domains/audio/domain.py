@@ -28,15 +28,15 @@ _HASH_BUCKETS = 1 << 62  # header fingerprints: tf.strings.to_hash_bucket_fast, 
 
 
 def wav_stage_fns(f: AudioConfig, head_reads: bool = True):
-    """read, check, decode, featurize over (file, label) elements, file = (path, data offset, data
-    size, file size, header fingerprint) as `AudioDomain.file_table` makes it.
+    """read, decode, featurize over (file, label) elements, file = (path, data offset, data size,
+    file size, header fingerprint) as `AudioDomain.file_table` makes it.
 
     read is the only stage that must run per file: it reads the bytes (the head only, for files far
-    larger than the clip, when `head_reads`; without them no per-file branch). check fails, naming
-    the file, when it no longer has the size and header the scan saw (truncated, replaced by a stereo
-    file, rewritten): the offsets would no longer point at its samples. check, decode and featurize
-    work on one example or on a whole batch (one fingerprint, one decode_raw, one STFT per batch);
-    tfpipe.bench times them one by one.
+    larger than the clip, when `head_reads`; without them no per-file branch). decode first fails,
+    naming the file, when it no longer has the size and header the scan saw (truncated, replaced by
+    a stereo file, rewritten): the offsets would no longer point at its samples. decode and
+    featurize work on one example or on a whole batch (one fingerprint check, one decode_raw, one
+    STFT per batch); tfpipe.bench times them one by one.
     """
 
     def read(file, label):
@@ -48,7 +48,7 @@ def wav_stage_fns(f: AudioConfig, head_reads: bool = True):
         contents = tf.cond(head, lambda: _read_head(path, needed, file_size), lambda: tf.io.read_file(path))
         return (contents, path, offset, size, tf.where(head, needed, file_size), fingerprint), label
 
-    def check(file, label):
+    def decode(file, label):
         contents, path, offset, size, expected, fingerprint = file
         same = tf.logical_and(tf.equal(tf.cast(tf.strings.length(contents), tf.int64), expected),
                               tf.equal(_fingerprint(tf.strings.substr(contents, tf.zeros_like(offset), offset)),
@@ -62,16 +62,12 @@ def wav_stage_fns(f: AudioConfig, head_reads: bool = True):
             "truncated, replaced or rewritten); build the dataset again (a new build_dataset or input_fn "
             "call) so the file is checked again")])])
         with tf.control_dependencies([assertion]):
-            return (tf.identity(contents), offset, size), label
-
-    def decode(file, label):
-        contents, offset, size = file
-        return ops.decode_pcm16(contents, offset, size, f.num_samples), label
+            return ops.decode_pcm16(contents, offset, size, f.num_samples), label
 
     def featurize(waveform, label):
         return {f.feature_key: ops.compute_features(waveform, f)}, label
 
-    return read, check, decode, featurize
+    return read, decode, featurize
 
 
 def _read_head(path: tf.Tensor, length: tf.Tensor, file_size: tf.Tensor) -> tf.Tensor:
@@ -107,14 +103,14 @@ class AudioDomain(Domain):
                 tf.constant(layout.file_sizes, tf.int64), fingerprints)
 
     def stages(self, config: AudioConfig, mode: str, head_reads: bool = True) -> list[Stage]:
-        read, check, decode, featurize = wav_stage_fns(config, head_reads)
+        read, decode, featurize = wav_stage_fns(config, head_reads)
         python = config.backend == "librosa" and config.output == "log_mel"
-        # Only read runs per file. check, decode and features work on whole batches (one decode_raw
-        # and one STFT per batch) when every clip has one length; whole clips of differing lengths
-        # are decoded one by one.
+        # Only read runs per file. decode (with its check) and features work on whole batches (one
+        # decode_raw and one STFT per batch) when every clip has one length; whole clips of
+        # differing lengths are decoded one by one.
         fixed = not config.whole_clips
-        return [Stage("read", read), Stage("check", check, batchable=True), Stage("decode", decode, batchable=fixed),
-                Stage("features", featurize, batchable=fixed, python=python)]
+        return [Stage("read", read, fixed_shape=True), Stage("decode", decode, batchable=fixed, fixed_shape=fixed),
+                Stage("features", featurize, batchable=fixed, python=python, fixed_shape=fixed)]
 
     def reading(self, paths: Sequence[str], config: AudioConfig, mode: str) -> tuple[Any, list[Stage]]:
         """The file table and stages, with the per-file head-read branch only where a file needs it."""
@@ -141,7 +137,7 @@ class AudioDomain(Domain):
         store = stored["store"]
         check_stored(stored, config)
         if store == "waveform" and config.output == "log_mel":  # log-mel from stored waveforms
-            return [Stage("features", lambda values, labels: (
+            return [Stage("features", fixed_shape=True, fn=lambda values, labels: (
                 {config.feature_key: ops.compute_features(values[store], config)}, labels), batchable=True)]
         return []
 

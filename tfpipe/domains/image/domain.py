@@ -90,8 +90,8 @@ class ImageDomain(Domain):
         # read (the encoded bytes) is deterministic, so a cache keeps it and the random crop and
         # flip of decode are drawn anew each epoch. Images differ in size until resized, so decode
         # runs per example; the dtype cast works on whole batches (batches are built from uint8).
-        return [Stage("read", read), Stage("decode", decode, random=train),
-                Stage("scale", scale, batchable=True)]
+        return [Stage("read", read, fixed_shape=True), Stage("decode", decode, random=train, fixed_shape=True),
+                Stage("scale", scale, batchable=True, fixed_shape=True)]
 
     def stores(self) -> tuple[str, ...]:
         from tfpipe.domains.image.offline import STORES
@@ -129,7 +129,8 @@ class ImageDomain(Domain):
                 pixels = tf.io.decode_raw(values[RAW_KEY], tf.uint8)  # a copy of the bytes, no decode
                 image = tf.ensure_shape(tf.reshape(pixels, values[SHAPE_KEY]), [None, None, CHANNELS])
                 return ops.preprocess_decoded(image, config, train), labels
-        return [Stage("decode", decode, random=train), Stage("scale", scale, batchable=True)]
+        return [Stage("decode", decode, random=train, fixed_shape=True),
+                Stage("scale", scale, batchable=True, fixed_shape=True)]
 
     def serving_receiver(self, config: ImageConfig) -> tuple[dict, dict]:
         """Encoded JPEG/PNG files in (string [batch]), the eval features out: center crop, resize, dtype."""
