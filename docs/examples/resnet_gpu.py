@@ -63,7 +63,7 @@ def main(shards, steps=200, batch=128):
         on_gpu = (tf.cast(images, tf.uint8), tf.zeros([batch], tf.int64))
     ceiling_ds = tf.data.Dataset.from_tensors(on_gpu).repeat()
     for arm, ds in (("ceiling (batch on the GPU)", ceiling_ds),
-                    ("tfpipe (photo shards)", tfpipe.build_dataset(shards, "train", pipe, config))):
+                    ("tfpipe (photo shards)", tfpipe.build_dataset(shards, "train", pipe, config, feature_key="image"))):
         m = model(classes)
         clock = _Clock(warm)
         callbacks = [clock]

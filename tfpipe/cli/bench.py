@@ -65,6 +65,9 @@ def define_bench() -> None:
     flags.DEFINE_string("plot", None, "Write a PNG bar chart (examples/s per variant, min-max, ideal; grouped by "
                         "core count with --cores) here.")
     flags.DEFINE_boolean("progress", True, "Show a progress line on stderr.")
+    flags.DEFINE_string("write_flagfile", None, "Write the fastest tfpipe variant's PipelineConfig and the data's "
+                        "feature config here as absl flags (--flag=value a line, the machine and date in a comment), "
+                        "for `python -m estimator_demo --flagfile=F` or any program with tfpipe's flags.")
     flags.DEFINE_boolean("prepare", False, "Instead of pipelines, time tfpipe.write_shards for each --workers count.")
     flags.DEFINE_list("workers", ["1", "2"], "--prepare: worker counts to compare, first = reference.")
     flags.DEFINE_integer("num_shards", 8, "--prepare: shards written per run.", lower_bound=1)
@@ -97,6 +100,19 @@ def run_bench(argv: Sequence[str]) -> None:
     if FLAGS.plot:
         result.plot(FLAGS.plot)
         print(f"wrote {FLAGS.plot}")
+    if FLAGS.write_flagfile:
+        _write_flagfile(result, FLAGS.write_flagfile)
+
+
+def _write_flagfile(result, path: str) -> None:
+    """--write_flagfile: the best tfpipe variant as absl flags."""
+    from tfpipe.bench.flagfile import write_flagfile
+
+    try:
+        best = write_flagfile(result, path)
+    except (OSError, ValueError) as e:
+        fail(str(e))
+    print(f"wrote {path} ({best.key}; train with it: python -m estimator_demo --flagfile={path})")
 
 
 def _check_command_line(argv: Sequence[str]) -> None:
@@ -109,6 +125,8 @@ def _check_command_line(argv: Sequence[str]) -> None:
         usage_error(f"--workers={','.join(FLAGS.workers)}: expected worker counts, e.g. --workers 1,2")
     if not all(c.isdigit() and int(c) > 0 for c in FLAGS.cores):
         usage_error(f"--cores={','.join(FLAGS.cores)}: expected core counts >= 1, e.g. --cores 1,2")
+    if FLAGS.prepare and FLAGS.write_flagfile:
+        usage_error("--write_flagfile writes the fastest pipeline variant; --prepare times write_shards")
     if FLAGS.prepare and (FLAGS.dataset_fn or FLAGS.input_fn or FLAGS.ops or FLAGS.cores):
         usage_error("--prepare times write_shards; --dataset_fn, --input_fn, --ops and --cores time pipelines")
 
