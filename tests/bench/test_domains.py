@@ -23,7 +23,7 @@ from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.domains.image import ImageConfig, synthetic
 from tfpipe.errors import DataError
 
-IMAGE_STAGES = ("list", "read", "decode", "scale", "batch")  # the image domain's stages, list and batch added
+IMAGE_STAGES = ("list", "read", "decode", "batch")  # the image domain's stages, list and batch added
 SMALL = {"batch_size": 4, "height": 32, "width": 32}
 
 

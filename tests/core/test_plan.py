@@ -22,7 +22,8 @@ AUDIO = Yields((Stage("read", _fn), Stage("decode", _fn, batchable=True), Stage(
 IMAGE = Yields((Stage("read", _fn), Stage("decode", _fn, random=True), Stage("scale", _fn, batchable=True)))
 BLOCKS = Yields((Stage("cast", _fn, batchable=True),), records=True, blocked=True)
 RECORDS = Yields((Stage("parse", _fn, batchable=True),), records=True)
-FIXED = Yields((Stage("read", _fn, fixed_shape=True), Stage("decode", _fn, batchable=True, fixed_shape=True)))
+FIXED = Yields((Stage("read", _fn, fixed_shape=True, example_bytes=8000),
+                Stage("decode", _fn, batchable=True, fixed_shape=True)))
 
 
 def _plan(p=OPT, source=AUDIO, **request):
@@ -44,8 +45,11 @@ def test_per_example_work_of_fixed_shapes_is_grouped_into_one_call_per_group():
     # Not where a group could straddle the data's end (eval, epochs), nor for shapes that vary.
     assert "group" not in _plan(OPT, FIXED, mode="eval") and "group" not in _plan(OPT, FIXED, epochs=2)
     assert "group" not in _plan(OPT, AUDIO) and "group" not in _plan(dataclasses.replace(OPT, group_maps=False), FIXED)
-    per_example = Yields((Stage("decode", _fn, fixed_shape=True),), records=True, blocked=True)
+    per_example = Yields((Stage("decode", _fn, fixed_shape=True, example_bytes=3072),), records=True, blocked=True)
     assert _plan(OPT, per_example).startswith("order -> group -> map(decode) -> rebatch")  # windows re-cut into groups
+    # Big examples are not grouped: stacking them costs more than the per-element steps it saves.
+    big = Yields((Stage("decode", _fn, fixed_shape=True, example_bytes=224 * 224 * 3 * 4),), records=True, blocked=True)
+    assert "group" not in _plan(OPT, big)
 
 
 def test_the_naive_chain_is_the_seed_questions():

@@ -27,6 +27,8 @@ class Stage:
         or every epoch would repeat the first epoch's draws.
       fixed_shape: fn gives every example the same shapes (a decoded image once resized, a file's
         bytes as one string), so several examples can be handled in one call and stacked.
+      example_bytes: about how many bytes fn gives per example (0: not known). Stacking a group
+        copies them once more, so only small examples are grouped (tfpipe.core.plan).
     """
 
     name: str
@@ -35,6 +37,7 @@ class Stage:
     python: bool = False
     random: bool = False
     fixed_shape: bool = False
+    example_bytes: int = 0
 
 
 def compose(*fns: Callable[..., Any]) -> Callable[..., Any]:
@@ -56,7 +59,8 @@ def fuse(stages: Sequence[Stage]) -> Stage:
         return stages[0]
     return Stage("+".join(s.name for s in stages), compose(*(s.fn for s in stages)),
                  batchable=all(s.batchable for s in stages), python=any(s.python for s in stages),
-                 random=any(s.random for s in stages), fixed_shape=all(s.fixed_shape for s in stages))
+                 random=any(s.random for s in stages), fixed_shape=all(s.fixed_shape for s in stages),
+                 example_bytes=stages[-1].example_bytes)
 
 
 def grouped(stage: Stage, size: int) -> Stage:

@@ -114,14 +114,15 @@ class AudioDomain(Domain):
         return (files.tf_paths(paths), tf.constant(layout.offsets, tf.int64), tf.constant(layout.sizes, tf.int64),
                 tf.constant(layout.file_sizes, tf.int64), fingerprints)
 
-    def stages(self, config: AudioConfig, mode: str, head_reads: bool = True) -> list[Stage]:
+    def stages(self, config: AudioConfig, mode: str, head_reads: bool = True, read_bytes: int = 0) -> list[Stage]:
         read, decode, featurize = wav_stage_fns(config, head_reads)
         python = config.backend == "librosa" and config.output == "log_mel"
         # Only read runs per file. decode (with its check) and features work on whole batches (one
         # decode_raw and one STFT per batch) when every clip has one length; whole clips of
         # differing lengths are decoded one by one.
         fixed = not config.whole_clips
-        return [Stage("read", read, fixed_shape=True), Stage("decode", decode, batchable=fixed, fixed_shape=fixed),
+        return [Stage("read", read, fixed_shape=True, example_bytes=read_bytes),
+                Stage("decode", decode, batchable=fixed, fixed_shape=fixed),
                 Stage("features", featurize, batchable=fixed, python=python, fixed_shape=fixed)]
 
     def reading(self, paths: Sequence[str], config: AudioConfig, mode: str) -> tuple[Any, list[Stage]]:
@@ -130,7 +131,8 @@ class AudioDomain(Domain):
         needed = [o + (s if config.whole_clips else min(s, 2 * config.num_samples))
                   for o, s in zip(layout.offsets, layout.sizes)]
         head_reads = any(size - n > _WHOLE_READ_SLACK for size, n in zip(layout.file_sizes, needed))
-        return self._table(paths, layout), self.stages(config, mode, head_reads)
+        largest = max([n if head_reads else size for size, n in zip(layout.file_sizes, needed)] or [0])
+        return self._table(paths, layout), self.stages(config, mode, head_reads, largest)
 
     def stores(self) -> tuple[str, ...]:
         return STORES
