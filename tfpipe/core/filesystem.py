@@ -89,6 +89,20 @@ def relpath(path: str, start: str) -> str:
     return path[len(prefix):] if path.startswith(prefix) else path
 
 
+def common_folder(paths: Sequence[str]) -> str:
+    """The deepest folder holding every path ("DATA" for none), for messages that name the user's folder."""
+    if not paths:
+        return "DATA"
+    if not is_remote(paths[0]):
+        return os.path.commonpath([os.path.dirname(p) for p in paths])
+    folders = [dirname(p).split("/") for p in paths]
+    common = folders[0]
+    for parts in folders[1:]:
+        common = common[:next((i for i, (a, b) in enumerate(zip(common, parts)) if a != b), min(len(common),
+                                                                                               len(parts)))]
+    return "/".join(common)
+
+
 def realpath(path: str) -> str:
     """os.path.realpath (links resolved) for a local path; a remote path as abspath gives it."""
     return abspath(path) if is_remote(path) else os.path.realpath(path)
@@ -278,12 +292,10 @@ def read_head(path: str) -> tuple[IO[bytes], int]:
     size is then what came back, with no stat request); a larger file is read through gfile.
     """
     if not is_remote(path):
-        f = open(path, "rb")
-        st = os.fstat(f.fileno())
+        st = os.stat(local(path))  # before opening: opening a FIFO would wait for a writer forever
         if not stat_lib.S_ISREG(st.st_mode):
-            f.close()
             raise OSError(errno.ESPIPE, "not a regular file (a pipe, device or socket)", path)
-        return f, st.st_size
+        return open(path, "rb"), st.st_size
     f = open(path, "rb")
     head = f.read(_HEAD_BYTES)
     if len(head) < _HEAD_BYTES:
