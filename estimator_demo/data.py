@@ -17,7 +17,8 @@ import tfpipe
 from tfpipe.domains.audio import synthetic
 from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.domains.image import synthetic as image_synthetic
-from tfpipe.core.source import FileSource, find
+from tfpipe.core.files import FileSource
+from tfpipe.core.source import find
 
 
 @dataclasses.dataclass(frozen=True)

@@ -37,11 +37,12 @@ from estimator_demo import hooks, model  # noqa: E402
 from estimator_demo.data import DemoData, pick_files, prepare_data  # noqa: E402
 from tfpipe import flags as tfpipe_flags  # noqa: E402
 from tfpipe.config import PipelineConfig  # noqa: E402
-from tfpipe.core.source import domain_of  # noqa: E402
+from tfpipe.core.registry import domain_of  # noqa: E402
 from tfpipe.domains.image import ImageConfig  # noqa: E402
 from tfpipe.errors import DataError  # noqa: E402
-from tfpipe.wait import WaitStats  # noqa: E402
-from tfpipe.core.source import FileSource, find  # noqa: E402
+from tfpipe.train.wait import WaitStats  # noqa: E402
+from tfpipe.core.files import FileSource  # noqa: E402
+from tfpipe.core.source import find  # noqa: E402
 
 FLAGS = flags.FLAGS
 

@@ -20,14 +20,14 @@ _EXPORTS = {
     "Stage": "tfpipe.core.stage",
     "python_fn": "tfpipe.core.python_fn",
     "Source": "tfpipe.core.source",
-    "FileSource": "tfpipe.core.source",
+    "FileSource": "tfpipe.core.files",
     "find": "tfpipe.core.source",
     "build_dataset": "tfpipe.core.chain",
     "records": "tfpipe.storage.records",
     "mix": "tfpipe.core.mixture",
     "dataset_ops": "tfpipe.core.graph",
-    "make_input_fn": "tfpipe.estimator",
-    "serving_input_receiver_fn": "tfpipe.estimator",
+    "make_input_fn": "tfpipe.train.estimator",
+    "serving_input_receiver_fn": "tfpipe.train.estimator",
     "write_shards": "tfpipe.storage.writer",
     "plan_shards": "tfpipe.storage.plan",
     "verify_shards": "tfpipe.storage.verify",
@@ -38,7 +38,8 @@ __all__ = sorted(_EXPORTS) + ["__version__"]
 
 _compat.install()
 # The built-in plug-ins, imported on the first lookup (each registers itself with the core).
-_plugins.declare(("tfpipe.domains.audio.domain", "tfpipe.domains.image.domain", "tfpipe.storage", "tfpipe.service"))
+_plugins.declare(("tfpipe.domains.audio.domain", "tfpipe.domains.image.domain", "tfpipe.storage",
+                  "tfpipe.service.client"))
 
 
 def __getattr__(name):

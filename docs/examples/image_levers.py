@@ -29,8 +29,7 @@ import json, os, sys, time
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import dataclasses
 import tfpipe
-from tfpipe.domains.image.keras import keras_recipe
-from tfpipe.domains.image.recipes import tf_models_recipe
+from tfpipe.domains.image.recipes import keras_recipe, tf_models_recipe
 from tfpipe.core import memory
 data, arm, batches = sys.argv[1], sys.argv[2], int(sys.argv[3])
 config = tfpipe.ImageConfig(height=224, width=224)

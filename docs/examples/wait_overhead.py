@@ -22,8 +22,8 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tfpipe.estimator import InputWaitHook  # noqa: E402
-from tfpipe.keras import InputWaitCallback  # noqa: E402
+from tfpipe.train.estimator import InputWaitHook  # noqa: E402
+from tfpipe.train.keras import InputWaitCallback  # noqa: E402
 
 BATCH, WIDTH = 64, 256
 MODELS = {"small": (256,), "large": (2048, 2048)}

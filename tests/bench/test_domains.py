@@ -17,7 +17,8 @@ from tests.support import encode, pattern, write
 from tfpipe import bench
 from tfpipe.bench import domains
 from tfpipe.bench.variants import Inputs
-from tfpipe.core.source import find, get_domain
+from tfpipe.core.registry import get_domain
+from tfpipe.core.source import find
 from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.domains.image import ImageConfig, synthetic
 from tfpipe.errors import DataError

@@ -8,12 +8,12 @@ import pytest
 from tests.bench.conftest import FEAT
 from tfpipe.bench import recipes
 from tfpipe.config import PipelineConfig
-from tfpipe.core.source import get_domain
+from tfpipe.core.registry import get_domain
 
 
 def test_each_domain_offers_the_recipes_its_package_has():
-    from tfpipe.domains.audio.keras import keras_recipe as audio_keras
-    from tfpipe.domains.image.keras import keras_recipe as image_keras
+    from tfpipe.domains.audio.recipes import keras_recipe as audio_keras
+    from tfpipe.domains.image.recipes import keras_recipe as image_keras
     from tfpipe.domains.image.recipes import tf_models_recipe
 
     audio, image = get_domain("audio"), get_domain("image")

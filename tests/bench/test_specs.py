@@ -39,7 +39,7 @@ def test_recipe_and_shards_specs_make_their_kinds():
     assert (type(k), k.kind, k.recipe, k.pipeline.batch_size, k.features.n_mels) == (
         RecipeVariant, "keras", "keras", 16, 40)
     assert set(k.config()["pipeline"]) == {"recipe", "batch_size", "seed"}
-    assert k.config()["pipeline"]["recipe"].startswith("tfpipe.domains.audio.keras.keras_recipe(data, AudioConfig")
+    assert k.config()["pipeline"]["recipe"].startswith("tfpipe.domains.audio.recipes.keras_recipe(data, AudioConfig")
     t = bench.parse_variant("tf-models:height=96", ImageConfig())
     assert (type(t), t.kind, t.features.height) == (RecipeVariant, "tf-models", 96)
     assert t.config()["pipeline"]["recipe"].startswith("tfpipe.domains.image.recipes.tf_models_recipe(")

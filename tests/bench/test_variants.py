@@ -8,7 +8,8 @@ from tests.bench.conftest import FEAT
 from tfpipe import bench
 from tfpipe.bench.variants import Inputs
 from tfpipe.core.graph import dataset_ops
-from tfpipe.core.source import find, get_domain
+from tfpipe.core.registry import get_domain
+from tfpipe.core.source import find
 
 
 def _inputs(data=None, shards=None):

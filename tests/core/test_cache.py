@@ -170,7 +170,7 @@ def test_a_snapshot_on_a_disk_too_small_is_refused_naming_the_folder(tmp_path):
 def test_an_estimator_input_fn_reads_its_snapshot_back_in_each_new_graph(tmp_path):
     import tensorflow as tf
 
-    from tfpipe.estimator import make_input_fn
+    from tfpipe.train.estimator import make_input_fn
 
     data = make_corpus(tmp_path / "corpus", per_class=2)
     snap = str(tmp_path / "snap")

@@ -6,7 +6,7 @@ import pytest
 
 from tfpipe.config import config_field, validate
 from tfpipe.core.domain import Domain, Offline, Schema, check_stored_fields
-from tfpipe.core.source import domains
+from tfpipe.core.registry import domains
 from tfpipe.errors import DataError
 
 

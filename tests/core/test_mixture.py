@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 import tfpipe
-from tfpipe.estimator import make_input_fn
+from tfpipe.train.estimator import make_input_fn
 
 OPT = tfpipe.PipelineConfig.optimized(batch_size=100, seed=5)
 
@@ -64,8 +64,10 @@ def test_members_that_differ_are_refused_naming_the_difference(members, tmp_path
 
 @pytest.mark.parametrize("args,message", [
     (([],), r"mix\(\[\]\): name at least one"),
-    (([("a", 0)],), r"member 0: weight 0 must be a positive number"),
-    (([("a", 1), ("b", -1)],), r"member 1: weight -1 must be a positive number"),
+    (([("a", 0)],), r"member 0: weight 0 must be a positive, finite number"),
+    (([("a", 1), ("b", -1)],), r"member 1: weight -1 must be a positive, finite number"),
+    (([("a", float("inf")), ("b", 1)],), r"member 0: weight inf must be a positive, finite number"),
+    (([("a", 1), ("b", float("nan"))],), r"member 1: weight nan must be a positive, finite number"),
 ])
 def test_bad_weights_are_refused(args, message):
     with pytest.raises(ValueError, match=message):

@@ -5,7 +5,7 @@ import sys
 import textwrap
 
 _PLUGIN = '''
-from tfpipe.core.source import register_domain
+from tfpipe.core.registry import register_domain
 from tfpipe.domains.audio.domain import AudioDomain
 
 
@@ -28,7 +28,7 @@ def counted(*args, **kwargs):
     return real(*args, **kwargs)
 metadata.entry_points = counted
 import tfpipe
-from tfpipe.core.source import domain_of
+from tfpipe.core.registry import domain_of
 names = [getattr(domain_of(f"f{i}.{ext}"), "name", None) for i in range(200) for ext in ("txt", "wav", "png")]
 print(sorted(set(map(str, names))), calls.count("tfpipe.plugins"))
 '''

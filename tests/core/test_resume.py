@@ -10,7 +10,7 @@ import tensorflow as tf
 
 import tfpipe
 from tests.support import make_corpus, write_tone
-from tfpipe.estimator import make_input_fn
+from tfpipe.train.estimator import make_input_fn
 
 FEAT = tfpipe.AudioConfig(clip_seconds=0.25)
 PIPE = tfpipe.PipelineConfig.optimized(batch_size=5, seed=7, deterministic=True)

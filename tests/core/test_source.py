@@ -6,6 +6,7 @@ import os
 import pytest
 
 from tests.support import make_corpus, write_tone
+from tfpipe.core import files
 from tfpipe.core import source as sources
 from tfpipe.errors import DataError
 
@@ -118,8 +119,8 @@ def test_numeric_csv_labels_are_their_own_ids_in_train_and_eval(tmp_path):
     assert list(train.labels) == list(range(12))  # "10" is 10, not 2 (text order)
     assert dict(zip(held.paths, held.labels)) == {p: l for p, l in zip(train.paths, train.labels) if l != 7}
     assert train.class_names == held.class_names == tuple(str(i) for i in range(12))
-    assert sources.from_lists(["a.wav", "b.wav", "c.wav"], ["2", "10", "1"]).labels == (2, 10, 1)
-    assert sources.from_lists(["a.wav", "b.wav"], ["dog", "cat"]).labels == (1, 0)
+    assert files.from_lists(["a.wav", "b.wav", "c.wav"], ["2", "10", "1"]).labels == (2, 10, 1)
+    assert files.from_lists(["a.wav", "b.wav"], ["dog", "cat"]).labels == (1, 0)
 
 
 def test_a_file_listed_with_two_labels_and_a_missing_label_are_refused(tmp_path):
@@ -128,7 +129,7 @@ def test_a_file_listed_with_two_labels_and_a_missing_label_are_refused(tmp_path)
     with pytest.raises(DataError, match=r"1 files are listed with different labels:\n  .*x.wav: 1, 2"):
         sources.find(str(tmp_path / "m.csv"))
     with pytest.raises(ValueError, match=r"label 0 is None: every example needs a label"):
-        sources.from_lists(["a.wav", "b.wav"], [None, 1])
+        files.from_lists(["a.wav", "b.wav"], [None, 1])
 
 
 def _deep_folder(parent, min_length=4200):

@@ -90,8 +90,8 @@ def test_train_mode_shuffles_user_files_endlessly(files):
 
 def test_optimized_chain_fuses_user_read_and_process_into_one_parallel_map(files):
     ops = dataset_ops(tfpipe.build_dataset(files, "train", OPT, read=_read_wav, process=_post_process))
-    assert ops == ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3", "ParallelMapDatasetV2",
-                   "BatchDatasetV2", "PrefetchDataset", "OptionsDataset"]
+    assert ops == ["RangeDataset", "FlatMapDataset", "ParallelMapDatasetV2", "BatchDatasetV2", "PrefetchDataset",
+                   "OptionsDataset"]
 
 
 def test_naive_chain_is_the_seed_questions_own_input_fn(files):

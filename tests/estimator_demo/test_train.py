@@ -17,7 +17,7 @@ from estimator_demo import data as demo_data
 from estimator_demo import hooks, model
 from tfpipe.domains.audio import ops, synthetic
 from tfpipe.domains.audio.config import AudioConfig
-from tfpipe.estimator import serving_input_receiver_fn
+from tfpipe.train.estimator import serving_input_receiver_fn
 
 from tests.support import ROOT
 SMALL = AudioConfig(clip_seconds=0.25, n_mels=16)  # [26 frames, 16 bands]

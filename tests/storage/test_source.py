@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 import tfpipe
-from tfpipe.core.graph import dataset_ops
+from tfpipe.core.graph import dataset_ops, walk
 
 
 FEAT = tfpipe.AudioConfig(clip_seconds=0.25)
@@ -154,25 +154,32 @@ def _ops(shard_dir, features=FEAT, **toggles):
     return dataset_ops(tfpipe.build_dataset(shard_dir, "train", pipe, features))
 
 
+def _nested(shard_dir, features=FEAT, **toggles):
+    """The dataset ops inside the chain's functions (the order reads its files inside a flat_map)."""
+    pipe = tfpipe.PipelineConfig.optimized(batch_size=4, **toggles)
+    return {op for n in walk(tfpipe.build_dataset(shard_dir, "train", pipe, features)) for op in n.function_ops}
+
+
+# The order: a range of epochs, each flat-mapped to its files read in a fixed order (a parallel
+# interleave inside) and permuted in windows; windows re-cut into batches (TF's rebatch adds its
+# own normalizing map), then what runs on batches. No example crosses tf.data alone.
+_OPTIMIZED = ["RangeDataset", "FlatMapDataset", "MapDataset", "RebatchDatasetV2", "ParallelMapDatasetV2",
+              "PrefetchDataset", "OptionsDataset"]
+
+
 def test_block_shards_parse_inside_the_interleave_and_cast_after_batch(corpus, tmp_path):
     _write(corpus, tmp_path / "shards")  # float16 on disk: the only map after batch is the cast to float32
-    # Whole blocks cross the interleave's threads, are shuffled whole, permuted per window and re-cut
-    # into batches (rebatch: TF's own normalizing map + Rebatch); no example crosses tf.data alone.
-    assert _ops(tmp_path / "shards") == ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3",
-                                         "ParallelInterleaveDatasetV4", "ShuffleDatasetV3", "MapDataset",
-                                         "RebatchDatasetV2", "ParallelMapDatasetV2", "MapDataset",
-                                         "RebatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset",
-                                         "OptionsDataset"]
-    # The example-level shuffle is the toggle's off side: unbatch after the interleave, then a buffer.
-    assert _ops(tmp_path / "shards", shuffle_blocks=False) == [
-        "TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3", "ParallelInterleaveDatasetV4", "MapDataset",
+    assert _ops(tmp_path / "shards") == _OPTIMIZED
+    assert {"ParallelInterleaveDatasetV4", "RebatchDatasetV2"} <= _nested(tmp_path / "shards")
+    # Off the order, whole blocks are shuffled and re-cut, or (shuffle_blocks off) un-blocked and shuffled.
+    assert _ops(tmp_path / "shards", shuffle_filenames=False) == [
+        "TensorSliceDataset", "RepeatDataset", "ParallelInterleaveDatasetV4", "ShuffleDatasetV3", "MapDataset",
+        "RebatchDatasetV2", "ParallelMapDatasetV2", "MapDataset", "RebatchDatasetV2", "ParallelMapDatasetV2",
+        "PrefetchDataset", "OptionsDataset"]
+    assert _ops(tmp_path / "shards", shuffle_filenames=False, shuffle_blocks=False) == [
+        "TensorSliceDataset", "RepeatDataset", "ParallelInterleaveDatasetV4", "MapDataset",
         "UnbatchDataset", "ShuffleDatasetV3", "BatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset",
         "OptionsDataset"]
-
-
-_OPTIMIZED = ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3", "ParallelInterleaveDatasetV4",
-              "ShuffleDatasetV3", "BatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset",
-              "OptionsDataset"]
 
 
 @pytest.mark.parametrize("toggle,expected", [
@@ -182,14 +189,10 @@ _OPTIMIZED = ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3", "Parall
     ("shuffle_filenames", ["TensorSliceDataset", "RepeatDataset", "ParallelInterleaveDatasetV4",
                            "ShuffleDatasetV3", "BatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset",
                            "OptionsDataset"]),
-    ("parallel_reads", ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3", "FlatMapDataset",
-                        "ShuffleDatasetV3", "BatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset",
-                        "OptionsDataset"]),
-    ("vectorize", ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3", "ParallelInterleaveDatasetV4",
-                   "ShuffleDatasetV3", "ParallelMapDatasetV2", "BatchDatasetV2", "PrefetchDataset",
-                   "OptionsDataset"]),
-    ("parallel_map", ["TensorSliceDataset", "RepeatDataset", "ShuffleDatasetV3",
-                      "ParallelInterleaveDatasetV4", "ShuffleDatasetV3", "BatchDatasetV2", "MapDataset",
+    ("parallel_reads", _OPTIMIZED),  # inside the order: its files read one after another (below)
+    ("vectorize", ["RangeDataset", "FlatMapDataset", "MapDataset", "UnbatchDataset", "ParallelMapDatasetV2",
+                   "BatchDatasetV2", "PrefetchDataset", "OptionsDataset"]),
+    ("parallel_map", ["RangeDataset", "FlatMapDataset", "MapDataset", "RebatchDatasetV2", "MapDataset",
                       "PrefetchDataset", "OptionsDataset"]),
     ("prefetch", _OPTIMIZED[:-2] + ["OptionsDataset"]),
 ])
@@ -197,19 +200,25 @@ def test_each_toggle_changes_the_shard_chain(corpus, tmp_path, toggle, expected)
     _write(corpus, tmp_path / "shards", format="tfrecord-example")
     assert _ops(tmp_path / "shards") == _OPTIMIZED
     assert _ops(tmp_path / "shards", **{toggle: False}) == expected
+    if toggle == "parallel_reads":
+        assert "ParallelInterleaveDatasetV4" in _nested(tmp_path / "shards")
+        assert "ParallelInterleaveDatasetV4" not in _nested(tmp_path / "shards", parallel_reads=False)
 
 
 def test_cache_fuse_maps_and_deterministic_change_the_shard_chain(corpus, tmp_path):
     _write(corpus, tmp_path / "shards", store="waveform", format="tfrecord-example")
     cached = _ops(tmp_path / "shards", cache="memory")
-    assert cached[:4] == ["TensorSliceDataset", "ParallelInterleaveDatasetV4", "CacheDatasetV2",
+    # A cache replays one epoch: shuffled whole before the repeat, so epochs stay apart.
+    assert cached[:5] == ["TensorSliceDataset", "ParallelInterleaveDatasetV4", "CacheDatasetV2", "ShuffleDatasetV3",
                           "RepeatDataset"]
     # Stored waveforms, log-mel asked for: parse and features are one map, or two when not fused.
     assert _ops(tmp_path / "shards").count("ParallelMapDatasetV2") == 1
     assert _ops(tmp_path / "shards", fuse_maps=False).count("ParallelMapDatasetV2") == 2
     for deterministic in (False, True):
-        ds = tfpipe.build_dataset(tmp_path / "shards", "train",
-                                  tfpipe.PipelineConfig.optimized(deterministic=deterministic), FEAT)
+        # Off the order, the interleave may hand records over as they come; the order's own
+        # interleave always keeps its order (its positions are what resuming counts).
+        ds = tfpipe.build_dataset(tmp_path / "shards", "train", tfpipe.PipelineConfig.optimized(
+            deterministic=deterministic, shuffle_filenames=False), FEAT)
         graph = tf.compat.v1.GraphDef.FromString(ds._as_serialized_graph().numpy())
         interleave = next(n for n in graph.node if n.op == "ParallelInterleaveDatasetV4")
         assert interleave.attr["deterministic"].s.decode() == str(deterministic).lower()

@@ -17,7 +17,7 @@ _PIPELINE_FIELDS = {f.name for f in dataclasses.fields(PipelineConfig)}
 
 def of_source(source: Any) -> Optional[Any]:
     """The registered Domain of a source (a class folder's, or the one a shard folder was written by), or None."""
-    from tfpipe.core.source import get_domain
+    from tfpipe.core.registry import get_domain
 
     name = getattr(source, "domain", "") or ""
     return get_domain(name) if name else None
@@ -29,7 +29,7 @@ def of_config(config: Any) -> Any:
     Raises:
       ValueError: no registered domain uses this config class.
     """
-    from tfpipe.core.source import domains
+    from tfpipe.core.registry import domains
 
     for domain in domains().values():
         if isinstance(config, domain.config_class):

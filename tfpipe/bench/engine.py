@@ -238,9 +238,9 @@ def _check_size(v: Variant, where: str, examples: int) -> int:
 
 def _check_files(chosen: Sequence[Variant], inputs: Inputs) -> None:
     """Each file the data variants read, checked with each of their configs (DataError naming the variants)."""
-    from tfpipe.core import source as sources
+    from tfpipe.core.files import FileSource
 
-    if inputs.domain is None or not isinstance(inputs.source, sources.FileSource):
+    if inputs.domain is None or not isinstance(inputs.source, FileSource):
         return
     readers = [v for v in chosen if v.reads_data]
     for config in dict.fromkeys(v.features for v in readers):

@@ -1,7 +1,7 @@
 """Reference recipes: what a domain's users write instead of tfpipe, timed beside it as variants.
 
-The bench names no domain. A recipe is a function in the data's domain package with the
-signature of `tfpipe.domains.image.keras.keras_recipe`:
+The bench names no domain. A recipe is a function in the data's domain package (its `recipes`
+module) with the signature of `tfpipe.domains.image.recipes.keras_recipe`:
 
     recipe(data_dir, config, batch_size, seed, *, mode="train", epochs=None) -> tf.data.Dataset
 
@@ -22,7 +22,7 @@ class Recipe:
     """Where a domain keeps one reference recipe, and what to call it.
 
     Attributes:
-      module: the module inside the domain's package, e.g. "keras" (tfpipe.domains.image.keras).
+      module: the module inside the domain's package, e.g. "recipes" (tfpipe.domains.image.recipes).
       function: the recipe function's name in it.
       title: who writes it this way, for notes and the chart ("Keras").
     """
@@ -34,13 +34,13 @@ class Recipe:
 
 # Variant name -> the recipe it times.
 RECIPES = {
-    "keras": Recipe("keras", "keras_recipe", "Keras"),
+    "keras": Recipe("recipes", "keras_recipe", "Keras"),
     "tf-models": Recipe("recipes", "tf_models_recipe", "tensorflow/models ResNet"),
 }
 
 
 def location(domain: Any, name: str) -> str:
-    """"tfpipe.domains.image.keras.keras_recipe": where the domain of `domain` keeps recipe `name`."""
+    """"tfpipe.domains.image.recipes.keras_recipe": where the domain of `domain` keeps recipe `name`."""
     package = type(domain).__module__.rpartition(".")[0]
     return f"{package}.{RECIPES[name].module}.{RECIPES[name].function}"
 

@@ -206,7 +206,7 @@ class RecipeVariant(Variant):
 
     def reads(self, inputs: Inputs) -> tuple[str, int]:
         data, examples = _data(inputs, self)
-        from tfpipe.core.source import FileSource
+        from tfpipe.core.files import FileSource
 
         if inputs.domain is None or not isinstance(inputs.source, FileSource) or not os.path.isdir(data):
             raise ValueError(f"{data}: the {self.recipe} variant reads a folder with one subfolder per class (the "

@@ -164,7 +164,8 @@ def run_prepare(argv: Sequence[str]) -> None:
     if not FLAGS.input:
         fail("--input is required: a wav folder (one subfolder per class) or a CSV manifest (path,label)")
     try:
-        from tfpipe.core.source import find, get_domain
+        from tfpipe.core.registry import get_domain
+        from tfpipe.core.source import find
         from tfpipe.domains.image.config import ImageConfig
 
         source = find(FLAGS.input)  # found once: the writer takes the Source as it is

@@ -55,22 +55,22 @@ def run_serve(argv: Sequence[str]) -> None:
         fail(f"--dispatcher HOST:PORT is required\n{_SERVE_USAGE}")
     if role == "bench" and not FLAGS.data:
         fail("--data is required: a wav folder, CSV manifest or shard folder")
-    from tfpipe.ports import check_port_free
+    from tfpipe.service.ports import check_port_free
 
     try:
         if role != "bench":
             check_port_free(FLAGS.port)  # a taken port: said at once, before TensorFlow loads
-        from tfpipe import service  # loads TensorFlow: after the cheap checks
+        from tfpipe.service import servers  # loads TensorFlow: after the cheap checks
 
         if role == "dispatcher":
             timeout_ms = None if FLAGS.worker_timeout is None else int(FLAGS.worker_timeout * 1000)
-            service.run_dispatcher(FLAGS.port, FLAGS.work_dir, worker_timeout_ms=timeout_ms)
+            servers.run_dispatcher(FLAGS.port, FLAGS.work_dir, worker_timeout_ms=timeout_ms)
         elif role == "worker":
             if FLAGS.reuse_memory:  # the worker runs the chains: their batches reuse freed buffers
                 from tfpipe.core import memory
 
                 memory.reuse_large_buffers()
-            service.run_worker(FLAGS.dispatcher, FLAGS.port, worker_host=FLAGS.worker_host)
+            servers.run_worker(FLAGS.dispatcher, FLAGS.port, worker_host=FLAGS.worker_host)
         else:
             _run_serve_bench()
     except ValueError as e:
@@ -80,7 +80,7 @@ def run_serve(argv: Sequence[str]) -> None:
 def _run_serve_bench() -> None:
     """tfpipe serve bench: examples/s through 0 (local), 1, 2, ... service workers."""
     from tfpipe import flags as tfpipe_flags
-    from tfpipe import service_bench
+    from tfpipe.service import bench as service_bench
 
     try:
         counts = [int(n) for n in FLAGS.workers]

@@ -4,14 +4,17 @@ shard folders, TFRecords, mixtures) goes through it.
 The order of the steps is decided by the pure plan (`tfpipe.core.plan`); this module applies
 it, one small function per step, in chain order:
 
-  shard -> resume | repeat -> shuffle files -> read files -> maps -> cache -> unblock
-  -> shuffle examples | shuffle blocks -> maps -> batch | rebatch -> batch maps -> repeat (naive)
-  -> pick -> features only -> distribute -> prefetch -> prefetch to device
+  reuse memory -> mix | shard -> order | repeat -> shuffle files -> read files -> maps -> cache
+  -> unblock -> shuffle examples | shuffle blocks -> repeat (after a cache) -> maps -> batch | rebatch
+  -> batch maps -> repeat (naive) -> pick -> features only -> distribute -> prefetch
+  -> prefetch to device -> options
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import random
 from typing import Any, Callable, Optional, Sequence
 
 import tensorflow as tf
@@ -19,17 +22,22 @@ import tensorflow as tf
 from tfpipe.config import PipelineConfig
 from tfpipe.core import cache as cache_lib
 from tfpipe.core import memory
-from tfpipe.core import plugins
+from tfpipe.core import registry
 from tfpipe.core import resume as resume_lib
 from tfpipe.core.mixture import mix_datasets
-from tfpipe.core.plan import EVAL, PREDICT, TRAIN, Request, Step, examples_plan, plan, split_stages  # noqa: F401
-from tfpipe.core.source import ChainInput, find
+from tfpipe.core.plan import EVAL, PREDICT, TRAIN, Request, Yields, options_step, plan, split_stages  # noqa: F401
+from tfpipe.core.steps import (Batch, Cache, Distribute, FeaturesOnly, Map, Mix, Options, Order, Pick, Prefetch,
+                               PrefetchToDevice, ReadFiles, Rebatch, Repeat, ReuseMemory, Shard, ShuffleBlocks,
+                               ShuffleExamples, ShuffleFiles, Step, Unblock)
+from tfpipe.core.chain_input import ChainInput
+from tfpipe.core.source import find
 from tfpipe.core.stage import fuse
-from tfpipe.core.transforms import apply_stage, batch, permute_window, shard_for_input_context, skip_failures
+from tfpipe.core.transforms import apply_stage, batch, permute_window, skip_failures
+from tfpipe.errors import DataError
 
 AUTOTUNE = tf.data.AUTOTUNE
 _MODES = {TRAIN: TRAIN, EVAL: EVAL, PREDICT: PREDICT, "infer": PREDICT}
-_BLOCK_WINDOW = 1024  # examples permuted together by shuffle_blocks (at least one batch)
+
 
 
 def normalize_mode(mode: str) -> str:
@@ -102,16 +110,37 @@ def build_dataset(data: Any, mode: str = TRAIN, pipeline: Optional[PipelineConfi
 def build(data: Any, mode: str, pipeline: PipelineConfig, features: Any = None,
           input_context: Optional[tf.distribute.InputContext] = None, *, read: Any = None, process: Any = None,
           batch_process: Any = None, feature_key: Optional[str] = None, epochs: Optional[int] = None,
-          start_example: Optional[int] = None, allow_device_prefetch: bool = True,
+          start_example: Optional[int] = None, seed: Optional[int] = None, allow_device_prefetch: bool = True,
           on_error: str = "raise") -> tf.data.Dataset:
-    """build_dataset with checked arguments and the resume position in examples (make_input_fn's ledger)."""
+    """build_dataset with checked arguments, the resume position in examples and the seed the
+    position was counted in (make_input_fn's ledger)."""
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error={on_error!r}: allowed values are 'raise' and 'skip'")
     inputs = find(data).chain_input(mode, features, read=read, process=process, batch_process=batch_process)
-    request = Request(mode, epochs, start_example is not None, _sharded(input_context), feature_key,
+    pipelines, index = ((input_context.num_input_pipelines, input_context.input_pipeline_id)
+                        if input_context is not None else (1, 0))
+    request = Request(mode, epochs, start_example, _seed(pipeline, seed), pipelines, index, feature_key,
                       allow_device_prefetch, on_error)
-    return apply(plan(pipeline, inputs.yields, request), inputs, pipeline, request,
-                 input_context=input_context, start_example=start_example or 0)
+    steps = plan(pipeline, shared_yields(inputs.yields, pipelines), request)
+    check_not_empty(inputs, pipeline, request, steps)
+    return apply(steps, inputs)
+
+
+def _seed(pipeline: PipelineConfig, seed: Optional[int]) -> int:
+    """The seed of this build's orders: given, the pipeline's, or a fresh one (a new order each run)."""
+    if seed is not None:
+        return seed
+    if pipeline.seed is not None:
+        return pipeline.seed
+    return random.SystemRandom().randrange(1 << 62)
+
+
+def shared_yields(yields: Yields, pipelines: int) -> Yields:
+    """What one of `pipelines` input pipelines gets: about its share of the files and examples."""
+    if pipelines <= 1:
+        return yields
+    return dataclasses.replace(yields, num_files=-(-yields.num_files // pipelines),
+                               num_examples=-(-yields.num_examples // pipelines))
 
 
 def check_args(pipeline: Any, mode: Any, epochs: Any, start_step: Any,
@@ -142,53 +171,31 @@ def check_args(pipeline: Any, mode: Any, epochs: Any, start_step: Any,
     return pipeline, mode
 
 
-@dataclasses.dataclass(frozen=True)
-class _Context:
-    """What the steps read besides the dataset: the source's input, the config, the request."""
-
-    inputs: ChainInput
-    p: PipelineConfig
-    request: Request
-    input_context: Optional[tf.distribute.InputContext]
-    start_example: int
-
-    @property
-    def ordered(self) -> bool:
-        """Parallel steps keep their order (eval, predict, or deterministic train)."""
-        return self.request.mode != TRAIN or self.p.deterministic
-
-
-def apply(steps: Sequence[Step], inputs: ChainInput, p: PipelineConfig, request: Request, *,
-          input_context: Optional[tf.distribute.InputContext] = None, start_example: int = 0) -> tf.data.Dataset:
-    """Runs the plan's steps over the source's file table; the chain's options last."""
-    ctx = _Context(inputs, p, request, input_context, start_example)
-    check_not_empty(inputs, p, request, steps, input_context.num_input_pipelines if request.sharded else 1)
-    if p.reuse_memory:
-        memory.reuse_large_buffers()  # the process's malloc: big batches reuse freed buffers
-    return run_steps(inputs.files, steps, ctx).with_options(chain_options(request.mode, p))
-
-
-def run_steps(ds: tf.data.Dataset, steps: Sequence[Step], ctx: "_Context") -> tf.data.Dataset:
-    """Each step's function, in order."""
+def apply(steps: Sequence[Step], inputs: ChainInput) -> tf.data.Dataset:
+    """Runs the plan's steps, each with the arguments it carries, over the source's file table."""
+    ds = inputs.files
     for step in steps:
-        ds = _STEPS[step.op](ds, step, ctx)
+        ds = apply_step(step, ds, inputs)
     return ds
 
 
-def check_not_empty(inputs: ChainInput, p: PipelineConfig, request: Request, steps: Sequence[Step],
-                    pipelines: int = 1) -> None:
-    """ValueError when a train stream with drop_remainder would never yield a batch.
-
-    The naive order (batch, then repeat) with more batch than data drops every example of
-    each pass: an "endless" stream that ends at once, and an Estimator that trains 0 steps.
-    """
-    if request.mode != TRAIN or not p.drop_remainder:
+def check_not_empty(inputs: ChainInput, p: PipelineConfig, request: Request, steps: Sequence[Step]) -> None:
+    """DataError / ValueError when a train stream would never yield a batch (an endless stream that
+    spins, or an Estimator that trains 0 steps), naming the data and the fix."""
+    if request.mode != TRAIN:
         return
-    before_batch = steps[:next(i for i, s in enumerate(steps) if s.op in ("batch", "rebatch"))]
-    if any(s.op == "resume" or (s.op == "repeat" and s.count is None) for s in before_batch):
+    for inp in [inputs] + [m for m, _ in inputs.members]:
+        if inp.num_examples == 0:
+            raise DataError(f"{_where(inp)}: {inp.num_files} files hold 0 examples (records): a train stream "
+                            f"over them would never yield a batch; check the files (tfpipe inspect) or leave "
+                            f"them out")
+    if not p.drop_remainder:
+        return
+    before_batch = steps[:next(i for i, s in enumerate(steps) if isinstance(s, (Batch, Rebatch)))]
+    if any(isinstance(s, Order) or (isinstance(s, Repeat) and s.count is None) for s in before_batch):
         return  # endless before batching: batches span epochs
-    passes = next((s.count for s in before_batch if s.op == "repeat"), 1)
-    share = inputs.num_examples // pipelines
+    passes = next((s.count for s in before_batch if isinstance(s, Repeat)), 1)
+    share = inputs.num_examples // request.pipelines
     if share * passes < p.batch_size:
         raise ValueError(f"{inputs.num_examples} examples ({share} per input pipeline, {passes} pass(es) before "
                          f"batching) but batch_size={p.batch_size} with drop_remainder: every example would be "
@@ -196,146 +203,151 @@ def check_not_empty(inputs: ChainInput, p: PipelineConfig, request: Request, ste
                          f"drop_remainder=False, or set repeat_before_shuffle=True (repeat before batching)")
 
 
-def _sharded(input_context: Optional[tf.distribute.InputContext]) -> bool:
-    return input_context is not None and input_context.num_input_pipelines > 1
-
-
-# --- the steps, in chain order ------------------------------------------------------------
-
-def _mix(ds, step: Step, ctx: _Context):
-    """Each member's own chain up to examples (its stages per example), then drawn by weight."""
-    if ctx.request.resume:
-        raise ValueError("a mixture cannot start mid-stream (start_step): its draws depend on every member's "
-                         "position; leave start_step unset (make_input_fn(..., resume=False))")
-    member_p = dataclasses.replace(ctx.p, vectorize=False)  # members' stages run before the shared batch
-    request = dataclasses.replace(ctx.request, feature_key=None, whole_blocks=False)
-    datasets = []
-    for inputs, _ in ctx.inputs.members:
-        member = dataclasses.replace(ctx, inputs=inputs, p=member_p, request=request)
-        datasets.append(run_steps(inputs.files, examples_plan(member_p, inputs.yields, request), member))
-    weights = [w for _, w in ctx.inputs.members]
-    return mix_datasets(datasets, weights, train=ctx.request.mode == TRAIN, seed=ctx.p.seed)
-
-
-def _shard(ds, step: Step, ctx: _Context):
-    return shard_for_input_context(ds, ctx.inputs.num_files, ctx.input_context)
-
-
-def _resume(ds, step: Step, ctx: _Context):
-    return resume_lib.stream(ds, ctx.inputs, ctx.p.seed or 0, ctx.start_example)
-
-
-def _repeat(ds, step: Step, ctx: _Context):
-    return ds.repeat(step.count)
-
-
-def _shuffle_files(ds, step: Step, ctx: _Context):
-    return ds.shuffle(ctx.inputs.num_files, seed=ctx.p.seed)
-
-
-def _read_files(ds, step: Step, ctx: _Context):
-    inputs, p = ctx.inputs, ctx.p
-    if not step.parallel:
-        return ds.flat_map(inputs.expand)
-    cycle = min(p.cycle_length, inputs.num_files) if p.cycle_length else AUTOTUNE  # 0: the usable cores
-    block = inputs.block_length
-    if ctx.request.mode != TRAIN and inputs.records_per_file:
-        # A block as long as the longest file: the output is each file whole, in file order, while
-        # the other threads read the next files ahead.
-        block = max(max(inputs.records_per_file), 1)
-    return ds.interleave(inputs.expand, cycle_length=cycle, block_length=block,
-                         num_parallel_calls=AUTOTUNE, deterministic=ctx.ordered)
-
-
-def _map(ds, step: Step, ctx: _Context):
-    stage = fuse(step.stages)
-    if step.per_example and ctx.request.on_error == "skip":
-        return skip_failures(ds, stage, ctx.ordered)
-    return apply_stage(ds, stage, step.parallel, ctx.ordered)
-
-
-def _cache(ds, step: Step, ctx: _Context):
-    return cache_lib.cache(ds, ctx.p.cache, ctx.inputs)
-
-
-def _unblock(ds, step: Step, ctx: _Context):
-    return ds.unbatch()
-
-
-def _shuffle_examples(ds, step: Step, ctx: _Context):
-    # A buffer larger than one epoch would only mix epochs (and repeat examples within a batch).
-    n = max(1, ctx.inputs.num_examples)
-    return ds.shuffle(min(ctx.p.shuffle_buffer or n, n), seed=ctx.p.seed)
-
-
-def _shuffle_blocks(ds, step: Step, ctx: _Context):
-    """Blocks shuffled whole, then re-cut into windows whose examples are permuted in one op each.
-
-    No example crosses tf.data on its own: a window of `_BLOCK_WINDOW` examples (at least a
-    batch) is gathered in a random order, and `rebatch` cuts batches from the windows.
-    """
-    p = ctx.p
-    block = max(1, ctx.inputs.examples_per_block)
-    window = max(p.batch_size, min(p.shuffle_buffer or _BLOCK_WINDOW, _BLOCK_WINDOW))
-    ds = ds.shuffle(max(2, (p.shuffle_buffer or ctx.inputs.num_examples) // block), seed=p.seed)
-    ds = ds.rebatch(window)
-    return ds.map(permute_window(p.seed), num_parallel_calls=AUTOTUNE, deterministic=ctx.ordered)
-
-
-def _batch(ds, step: Step, ctx: _Context):
-    return batch(ds, ctx.p.batch_size, drop_remainder=step.drop_remainder,
-                 bucket_boundaries=ctx.p.bucket_boundaries, bucket_key=ctx.p.bucket_key)
-
-
-def _rebatch(ds, step: Step, ctx: _Context):
-    return ds.rebatch(ctx.p.batch_size, drop_remainder=step.drop_remainder)
-
-
-def _pick_step(ds, step: Step, ctx: _Context):
-    return ds.map(_pick(ctx.request.feature_key))
-
-
-def _features_only_step(ds, step: Step, ctx: _Context):
-    return ds.map(_features_only)
-
-
-def _distribute(ds, step: Step, ctx: _Context):
-    # Options must be on the part the workers run: those set after distribute stay local.
-    distribute = plugins.distributor()
-    if distribute is None:
-        raise ValueError(f"data_service={ctx.p.data_service!r}: no tf.data service plug-in is installed")
-    return distribute(ds.with_options(chain_options(ctx.request.mode, ctx.p)), ctx.p)
-
-
-def _prefetch(ds, step: Step, ctx: _Context):
-    return ds.prefetch(AUTOTUNE)
-
-
-def _prefetch_to_device(ds, step: Step, ctx: _Context):
-    if not tf.config.list_logical_devices("GPU"):
-        return ds  # nothing to copy to
-    return ds.apply(tf.data.experimental.prefetch_to_device("/gpu:0"))
-
-
-_STEPS: dict[str, Callable[[tf.data.Dataset, Step, _Context], tf.data.Dataset]] = {
-    "mix": _mix, "shard": _shard, "resume": _resume, "repeat": _repeat, "shuffle_files": _shuffle_files,
-    "read_files": _read_files, "map": _map, "cache": _cache, "unblock": _unblock,
-    "shuffle_examples": _shuffle_examples, "shuffle_blocks": _shuffle_blocks, "batch": _batch,
-    "rebatch": _rebatch, "pick": _pick_step, "features_only": _features_only_step,
-    "distribute": _distribute, "prefetch": _prefetch, "prefetch_to_device": _prefetch_to_device,
-}
+def _where(inputs: ChainInput) -> str:
+    paths = inputs.paths
+    return ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "") if paths else "the data"
 
 
 def chain_options(mode: str, p: PipelineConfig) -> tf.data.Options:
-    """The tf.data options of a chain: order kept unless train allows otherwise, and static
-    rewrites that follow the toggles."""
+    """The tf.data options of a chain in `mode` (the plan's Options step, as tf.data.Options)."""
+    return _options(options_step(p, normalize_mode(mode)))
+
+
+# --- the steps, in chain order: each applies what its Step carries ---------------------------
+
+@functools.singledispatch
+def apply_step(step: Step, ds: tf.data.Dataset, inputs: ChainInput) -> tf.data.Dataset:
+    raise TypeError(f"no rule applies the step {step!r}")
+
+
+@apply_step.register
+def _(step: ReuseMemory, ds, inputs):
+    memory.reuse_large_buffers()  # a process setting: the dataset is unchanged
+    return ds
+
+
+@apply_step.register
+def _(step: Mix, ds, inputs):
+    """Each member's own plan up to examples, then drawn by weight (eval: member after member)."""
+    datasets = [apply(member_steps, member) for member_steps, (member, _) in zip(step.members, inputs.members)]
+    return mix_datasets(datasets, step.weights, train=step.train, seed=step.seed)
+
+
+@apply_step.register
+def _(step: Shard, ds, inputs):
+    if inputs.num_files < step.pipelines:
+        raise ValueError(f"{inputs.num_files} files but {step.pipelines} input pipelines: each pipeline needs at "
+                         f"least one; write at least {step.pipelines} shards (tfpipe prepare --num_shards "
+                         f"{step.pipelines}) or use fewer workers")
+    return ds.shard(step.pipelines, step.index)
+
+
+@apply_step.register
+def _(step: Order, ds, inputs):
+    return resume_lib.stream(ds, inputs, step)
+
+
+@apply_step.register
+def _(step: Repeat, ds, inputs):
+    return ds.repeat(step.count)
+
+
+@apply_step.register
+def _(step: ShuffleFiles, ds, inputs):
+    return ds.shuffle(step.buffer, seed=step.seed)
+
+
+@apply_step.register
+def _(step: ReadFiles, ds, inputs):
+    if not step.parallel:
+        return ds.flat_map(inputs.expand)
+    cycle = min(step.cycle_length, inputs.num_files) if step.cycle_length else AUTOTUNE  # 0: the usable cores
+    return ds.interleave(inputs.expand, cycle_length=cycle, block_length=step.block_length,
+                         num_parallel_calls=AUTOTUNE, deterministic=step.deterministic)
+
+
+@apply_step.register
+def _(step: Map, ds, inputs):
+    stage = fuse(step.stages)
+    if step.skip_errors:
+        return skip_failures(ds, stage, step.deterministic)
+    return apply_stage(ds, stage, step.parallel, step.deterministic)
+
+
+@apply_step.register
+def _(step: Cache, ds, inputs):
+    return cache_lib.cache(ds, step.where, inputs)
+
+
+@apply_step.register
+def _(step: Unblock, ds, inputs):
+    return ds.unbatch()
+
+
+@apply_step.register
+def _(step: ShuffleExamples, ds, inputs):
+    return ds.shuffle(step.buffer, seed=step.seed)
+
+
+@apply_step.register
+def _(step: ShuffleBlocks, ds, inputs):
+    """Blocks shuffled whole, then re-cut into windows whose examples are permuted in one op each."""
+    ds = ds.shuffle(step.buffer, seed=step.seed).rebatch(step.window)
+    return ds.map(permute_window(step.seed), num_parallel_calls=AUTOTUNE, deterministic=step.deterministic)
+
+
+@apply_step.register
+def _(step: Batch, ds, inputs):
+    return batch(ds, step.size, drop_remainder=step.drop_remainder, bucket_boundaries=step.buckets,
+                 bucket_key=step.bucket_key)
+
+
+@apply_step.register
+def _(step: Rebatch, ds, inputs):
+    return ds.rebatch(step.size, drop_remainder=step.drop_remainder)
+
+
+@apply_step.register
+def _(step: Pick, ds, inputs):
+    return ds.map(_pick(step.key))
+
+
+@apply_step.register
+def _(step: FeaturesOnly, ds, inputs):
+    return ds.map(_features_only)
+
+
+@apply_step.register
+def _(step: Options, ds, inputs):
+    return ds.with_options(_options(step))
+
+
+@apply_step.register
+def _(step: Distribute, ds, inputs):
+    distribute = registry.distributor()
+    if distribute is None:
+        raise ValueError(f"data_service={step.data_service!r}: no tf.data service plug-in is installed")
+    return distribute(ds, step)
+
+
+@apply_step.register
+def _(step: Prefetch, ds, inputs):
+    return ds.prefetch(AUTOTUNE)
+
+
+@apply_step.register
+def _(step: PrefetchToDevice, ds, inputs):
+    if not tf.config.list_logical_devices("GPU"):
+        return ds  # nothing to copy to
+    return ds.apply(tf.data.experimental.prefetch_to_device(step.device))
+
+
+def _options(step: Options) -> tf.data.Options:
     options = tf.data.Options()
-    options.deterministic = normalize_mode(mode) != TRAIN or p.deterministic
-    # tf.data's default rewrites would quietly undo the toggles: parallelize the
-    # "sequential" maps, fuse map+batch into a parallel op, and inject a prefetch.
-    options.experimental_optimization.map_parallelization = p.parallel_map
-    options.experimental_optimization.map_and_batch_fusion = p.parallel_map
-    options.experimental_optimization.inject_prefetch = p.prefetch
+    options.deterministic = step.deterministic
+    options.experimental_optimization.map_parallelization = step.map_parallelization
+    options.experimental_optimization.map_and_batch_fusion = step.map_and_batch_fusion
+    options.experimental_optimization.inject_prefetch = step.inject_prefetch
     return options
 
 

@@ -5,7 +5,7 @@ images). It turns a list of files into the cheap per-file table the chain shuffl
 gives the chain its stages (read, decode, features), featurizes offline for shard
 writers, and builds the serving signature of an exported model. The core calls only
 these methods; a new domain is one new folder under tfpipe/domains/ that registers
-an instance with `tfpipe.core.source.register_domain`. `Domain` and `Offline` are ABCs:
+an instance with `tfpipe.core.registry.register_domain`. `Domain` and `Offline` are ABCs:
 a domain that forgets a method it must have fails when it is instantiated (at import),
 not when a user first reaches that method.
 """
@@ -82,6 +82,11 @@ class Domain(abc.ABC):
         Checks every file up front; raises DataError listing every unusable one.
         """
         return list(paths)
+
+    def reading(self, paths: Sequence[str], config: Any, mode: str) -> tuple[Any, list[Stage]]:
+        """(file_table, stages) for these files: a domain may specialize its stages to what its
+        up-front check found (e.g. no per-file branch when no file needs it)."""
+        return self.file_table(paths, config), self.stages(config, mode)
 
     @abc.abstractmethod
     def stages(self, config: Any, mode: str) -> list[Stage]:

@@ -17,95 +17,22 @@ import concurrent.futures
 import errno
 import io
 import os
-import posixpath
-import re
 import shutil
 import stat as stat_lib
 from typing import IO, Callable, Iterable, NamedTuple, Optional, Sequence, TypeVar
 
+from tfpipe.core.gfile_io import GFileIO, TextWriter, as_os_error
+from tfpipe.core.paths import (OBJECT_STORES, abspath, bucket, common_folder, dirname, is_remote, join,  # noqa: F401
+                               local, realpath, relpath, scheme, store_name)
 from tfpipe.errors import DataError
 
 T = TypeVar("T")
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # Stores whose rename is one atomic step; on the others (object stores) rename is copy + delete,
 # and an object appears whole when its writer closes it (see writes_in_place).
 _ATOMIC_RENAME = ("", "file", "ram", "hdfs", "viewfs")
-_OBJECT_STORES = {"s3": "S3", "gs": "Google Cloud Storage"}
 REMOTE_THREADS = 16  # requests in flight when listing or checking remote files (each waits ~10-50 ms)
 _HEAD_BYTES = 1 << 20  # 1 MiB: read_head's one request holds most media files whole
 _registered: set[str] = set()
-
-
-def scheme(path: str) -> str:
-    """"s3", "gs", "ram", ... of a remote path; "" for a local one ("file://" paths are local too)."""
-    match = _SCHEME.match(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else None
-    return "" if match is None or match.group(1).lower() == "file" else match.group(1).lower()
-
-
-def is_remote(path: str) -> bool:
-    """True for a path with a scheme that tf.io.gfile serves (gs://, s3://, ram://, hdfs://)."""
-    return bool(scheme(path))
-
-
-def store_name(path: str) -> str:
-    """How a message names the store: "S3", "Google Cloud Storage", "ram://", "the local disk"."""
-    kind = scheme(path)
-    return _OBJECT_STORES.get(kind, f"{kind}://" if kind else "the local disk")
-
-
-def local(path: str) -> str:
-    """A local path without a file:// prefix (unchanged otherwise)."""
-    path = os.fspath(path)
-    return path[len("file://"):] if path.lower().startswith("file://") else path
-
-
-def abspath(path) -> str:
-    """os.path.abspath for a local path; a remote one as given, its slashes tidied (never joined to the cwd)."""
-    path = os.fspath(path)
-    if not is_remote(path):
-        return os.path.abspath(local(path))
-    head = _SCHEME.match(path).group(0)
-    rest = posixpath.normpath("/" + path[len(head):]).lstrip("/")
-    return head + ("" if rest == "." else rest)
-
-
-def join(path: str, *names: str) -> str:
-    return os.path.join(path, *names) if not is_remote(path) else posixpath.join(path, *names)
-
-
-def dirname(path: str) -> str:
-    """The folder of `path`; a remote path never loses its scheme and bucket ("s3://b/x" -> "s3://b")."""
-    if not is_remote(path):
-        return os.path.dirname(path)
-    head = _SCHEME.match(path).group(0)
-    rest = path[len(head):].rstrip("/")
-    return head + rest.rpartition("/")[0] if "/" in rest else head + rest
-
-
-def relpath(path: str, start: str) -> str:
-    if not is_remote(path):
-        return os.path.relpath(path, start)
-    prefix = start.rstrip("/") + "/"
-    return path[len(prefix):] if path.startswith(prefix) else path
-
-
-def common_folder(paths: Sequence[str]) -> str:
-    """The deepest folder holding every path ("DATA" for none), for messages that name the user's folder."""
-    if not paths:
-        return "DATA"
-    if not is_remote(paths[0]):
-        return os.path.commonpath([os.path.dirname(p) for p in paths])
-    folders = [dirname(p).split("/") for p in paths]
-    common = folders[0]
-    for parts in folders[1:]:
-        common = common[:next((i for i, (a, b) in enumerate(zip(common, parts)) if a != b), min(len(common),
-                                                                                               len(parts)))]
-    return "/".join(common)
-
-
-def realpath(path: str) -> str:
-    """os.path.realpath (links resolved) for a local path; a remote path as abspath gives it."""
-    return abspath(path) if is_remote(path) else os.path.realpath(path)
 
 
 # --- registration and errors ----------------------------------------------------------------------
@@ -137,20 +64,6 @@ def _setup_s3(path: str) -> None:
 _SETUP: dict[str, Callable[[str], None]] = {"s3": _setup_s3}
 
 
-def _as_os_error(error: Exception, path: str) -> OSError:
-    """A TensorFlow file error as an OSError (errno, one-line reason, the path)."""
-    import tensorflow as tf
-
-    code = (errno.ENOENT if isinstance(error, tf.errors.NotFoundError) else
-            errno.EACCES if isinstance(error, (tf.errors.PermissionDeniedError, tf.errors.UnauthenticatedError)) else
-            errno.EEXIST if isinstance(error, tf.errors.AlreadyExistsError) else errno.EIO)
-    text = getattr(error, "message", "") or str(error)
-    reason = {errno.ENOENT: "No such file or directory", errno.EACCES: "Permission denied"}.get(code)
-    detail = text.strip().splitlines()[0][:200] if text.strip() else type(error).__name__
-    return OSError(code, f"{reason} ({store_name(path)})" if reason and code == errno.ENOENT else
-                   f"{reason or 'I/O error'} ({store_name(path)}: {detail})", path)
-
-
 def _remote(path: str, op: Callable[..., T], *args) -> T:
     """op(*args) through gfile; TensorFlow's errors raised as OSError naming `path`."""
     import tensorflow as tf
@@ -159,7 +72,7 @@ def _remote(path: str, op: Callable[..., T], *args) -> T:
     try:
         return op(*args)
     except tf.errors.OpError as e:
-        raise _as_os_error(e, path) from None
+        raise as_os_error(e, path) from None
 
 
 # --- questions ------------------------------------------------------------------------------------
@@ -246,14 +159,6 @@ def parallel(fn: Callable[[T], object], items: Sequence[T], *, remote: Optional[
         return list(pool.map(fn, items))
 
 
-def bucket(path: str) -> str:
-    """"s3://bucket" of an object-store path ("" for other paths)."""
-    if scheme(path) not in _OBJECT_STORES:
-        return ""
-    head = _SCHEME.match(path).group(0)
-    return head + path[len(head):].split("/", 1)[0]
-
-
 def check_bucket(path: str) -> None:
     """DataError (one line) when `path` is on an object store whose bucket does not exist or cannot be seen."""
     root = bucket(path)
@@ -271,12 +176,12 @@ def open(path: str, mode: str = "r", **kwargs) -> IO:  # pylint: disable=redefin
 
         return builtins.open(local(path), mode, **kwargs)
     if "b" in mode:
-        return _GFileErrors(_remote(path, gfile(path).GFile, path, mode), path)
-    raw = _GFileErrors(_remote(path, gfile(path).GFile, path, mode.replace("t", "") + "b"), path)
+        return GFileIO(_remote(path, gfile(path).GFile, path, mode), path)
+    raw = GFileIO(_remote(path, gfile(path).GFile, path, mode.replace("t", "") + "b"), path)
     if "r" in mode:
         return io.TextIOWrapper(io.BytesIO(raw.read()), encoding=kwargs.get("encoding") or "utf-8",
                                 newline=kwargs.get("newline"))
-    return _TextWriter(raw, kwargs.get("encoding") or "utf-8")
+    return TextWriter(raw, kwargs.get("encoding") or "utf-8")
 
 
 def read_bytes(path: str) -> bytes:
@@ -303,81 +208,6 @@ def read_head(path: str) -> tuple[IO[bytes], int]:
         return io.BytesIO(head), len(head)
     f.seek(0)
     return f, getsize(path)
-
-
-class _GFileErrors(io.RawIOBase):
-    """A GFile whose TensorFlow errors come out as OSError naming the path."""
-
-    def __init__(self, f, path: str):
-        super().__init__()
-        self._f, self._path = f, path
-
-    def _call(self, name: str, *args):
-        import tensorflow as tf
-
-        try:
-            return getattr(self._f, name)(*args)
-        except tf.errors.OpError as e:
-            raise _as_os_error(e, self._path) from None
-
-    def readable(self) -> bool:
-        return "r" in self._f.mode
-
-    def writable(self) -> bool:
-        return "r" not in self._f.mode
-
-    def seekable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        return self._call("read", size)
-
-    def readinto(self, buffer) -> int:
-        data = self.read(len(buffer))
-        buffer[:len(data)] = data
-        return len(data)
-
-    def write(self, data) -> int:
-        self._call("write", bytes(data))
-        return len(data)
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        self._call("seek", offset, whence)
-        return self.tell()
-
-    def tell(self) -> int:
-        return self._call("tell")
-
-    def close(self) -> None:
-        if not self.closed:
-            try:
-                self._call("close")  # an object store uploads here: its errors must not be lost
-            finally:
-                super().close()
-
-    def __exit__(self, exc_type, *rest) -> None:
-        if exc_type is not None and self.writable():
-            # An object store uploads at close: a write that failed half-way must not upload what it
-            # has under the final name. Dropped unclosed, the file is discarded, never uploaded.
-            self._f._writable_file = None  # pylint: disable=protected-access
-            io.RawIOBase.close(self)
-            return
-        self.close()
-
-
-class _TextWriter(io.StringIO):
-    """Text written to a remote file, encoded and uploaded in one write when closed."""
-
-    def __init__(self, raw: _GFileErrors, encoding: str):
-        super().__init__()
-        self._raw, self._encoding = raw, encoding
-
-    def close(self) -> None:
-        if not self.closed:
-            text = self.getvalue()
-            super().close()
-            with self._raw:
-                self._raw.write(text.encode(self._encoding))
 
 
 # --- writing ----------------------------------------------------------------------------------------
@@ -426,7 +256,7 @@ def writes_in_place(path: str) -> bool:
     So a shard or index is written under its final name there (a temp name and a rename would
     copy every byte again, and the rename is not atomic anyway).
     """
-    return scheme(path) in _OBJECT_STORES
+    return scheme(path) in OBJECT_STORES
 
 
 def fsync_dir(path: str) -> None:

@@ -3,9 +3,9 @@
 A checkpoint holds the global step, not the input position. Resuming at step S as S x
 batch size is right only while the files and the batch size stay as they were; the ledger
 records, at every input_fn call, the step, the stream position (in examples), the batch
-size and a fingerprint of the files, so a later call can
+size, the seed and a fingerprint of the files, so a later call can
   * continue exactly where the stream stood, also after the batch size changed, and
-  * when the files changed (added, removed, reordered), start the next epoch of the new files
+  * when the files (added, removed, reordered) or the seed changed, start the next epoch in the new order
     instead of mapping old positions onto a new order (which repeats some examples and skips
     others), and say so.
 One JSON file per model_dir and input pipeline, replaced atomically; tf.io.gfile, so a model_dir
@@ -35,6 +35,7 @@ class Entry:
     per_step: int
     files: str
     epoch_size: int
+    seed: int = 0  # the order's seed (ledgers written before it was recorded read as 0, the default then)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,18 +65,21 @@ def resume_position(model_dir: Optional[str], pipeline: int, step: int, now: Ent
         return Resumed(step * now.batch_size * now.per_step)
     last = before[-1]
     position = last.position + (step - last.step) * last.batch_size * last.per_step
-    if last.files == now.files:
+    if last.files == now.files and last.seed == now.seed:
         note = ""
         if last.batch_size != now.batch_size or last.per_step != now.per_step:
             note = (f"tfpipe: batch size {last.batch_size} x {last.per_step} -> {now.batch_size} x {now.per_step} "
                     f"since step {last.step}: continuing at example {position} of the stream")
         return Resumed(position, note)
-    epoch = -(-position // max(1, last.epoch_size))  # the next epoch boundary of the old files
+    # Old positions mean nothing in a new order: start the next epoch of the new files (or seed).
+    epoch = -(-position // max(1, last.epoch_size))  # the next epoch boundary of the old order
+    change = (f"the input files changed since step {last.step} ({last.epoch_size} -> {now.epoch_size} examples)"
+              if last.files != now.files else f"the seed changed since step {last.step} ({last.seed} -> {now.seed})")
+    rest = ("the rest of epoch {} is not read".format(epoch - 1) if position % max(1, last.epoch_size)
+            else "the last epoch had ended")
     return Resumed(epoch * now.epoch_size,
-                   f"tfpipe: the input files changed since step {last.step} ({last.epoch_size} -> {now.epoch_size} "
-                   f"examples): resuming at the start of epoch {epoch} with the new files; the rest of epoch "
-                   f"{epoch - 1} is not read (mapping old positions onto the new order would repeat some examples "
-                   f"and skip others)")
+                   f"tfpipe: {change}: resuming at the start of epoch {epoch} in the new order; {rest} "
+                   f"(mapping old positions onto the new order would repeat some examples and skip others)")
 
 
 def record(model_dir: Optional[str], pipeline: int, entry: Entry) -> None:

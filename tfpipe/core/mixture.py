@@ -10,12 +10,14 @@ eval, each member's examples come exactly once, member after member.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Optional, Sequence
 
 import tensorflow as tf
 
-from tfpipe.core.source import ChainInput, find
-from tfpipe.core.stage import user_stages
+from tfpipe.core.chain_input import ChainInput
+from tfpipe.core.source import find
+from tfpipe.core.stage import Stage, user_stages
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,7 +48,11 @@ class MixSource:
 
     @property
     def class_names(self) -> tuple[str, ...]:
-        return self.members[0].class_names
+        """Every member's class names, each once, in order of first appearance: one id per name."""
+        names: list[str] = []
+        for member in self.members:
+            names += [n for n in member.class_names if n not in names]
+        return tuple(names)
 
     @property
     def num_examples(self) -> int:
@@ -62,8 +68,9 @@ class MixSource:
         read, process = self.read if self.read is not None else read, self.process or process
         batch_process = self.batch_process or batch_process
         shared = batch_process if batch_process is not None and not isinstance(batch_process, (list, tuple)) else None
-        members = tuple(m.chain_input(mode, features, read=_nth(read, i), process=_nth(process, i),
-                                      batch_process=None if shared is not None else _nth(batch_process, i))
+        members = tuple(_by_name(m.chain_input(mode, features, read=_nth(read, i), process=_nth(process, i),
+                                               batch_process=None if shared is not None else _nth(batch_process, i)),
+                                 m.class_names, self.class_names)
                         for i, m in enumerate(self.members))
         files = members[0].files  # not read: the mix step builds each member's own chain
         return ChainInput(files, sum(c.num_files for c in members), sum(c.num_examples for c in members),
@@ -96,8 +103,8 @@ def mix(members: Sequence[tuple[Any, float]], *, read: Any = None, process: Any 
         if not (isinstance(member, (tuple, list)) and len(member) == 2):
             raise ValueError(f"mix member {i}: expected (data, weight), got {member!r}")
         w = member[1]
-        if isinstance(w, bool) or not isinstance(w, (int, float)) or not w > 0:
-            raise ValueError(f"mix member {i}: weight {w!r} must be a positive number")
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 < w < math.inf:
+            raise ValueError(f"mix member {i}: weight {w!r} must be a positive, finite number")
         weights.append(float(w))
     for name, fn in (("read", read), ("process", process), ("batch_process", batch_process)):
         if isinstance(fn, (list, tuple)) and len(fn) != len(members):
@@ -147,6 +154,20 @@ def _show(spec: Any) -> str:
         return f"{s.dtype.name}{s.shape}" if hasattr(s, "dtype") else type(s).__name__
 
     return str(tf.nest.map_structure(one, spec))
+
+
+def _by_name(inputs: ChainInput, names: Sequence[str], union: Sequence[str]) -> ChainInput:
+    """A member's input whose label ids are the mixture's ids of its class names (a class named alike
+    in two members is one class), by one gather fused into the member's map."""
+    ids = [union.index(n) for n in names]
+    if ids == list(range(len(ids))):
+        return inputs
+    table = tf.constant(ids, tf.int64)
+
+    def class_ids(features, labels):
+        return features, tf.gather(table, labels)
+
+    return dataclasses.replace(inputs, stages=tuple(inputs.stages) + (Stage("class_ids", class_ids, batchable=True),))
 
 
 def _nth(fn: Any, i: int) -> Any:

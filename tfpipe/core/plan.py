@@ -1,10 +1,11 @@
 """The chain's plan: from (mode, PipelineConfig, what the source yields) to the ordered steps.
 
-Pure Python, no TensorFlow: which steps run and in which order is decided here, in one
-place, and `tfpipe.core.chain` applies the steps one by one. Read top to bottom, `plan()`
-is the optimized chain
+Pure Python, no TensorFlow: which steps run, in which order and with which arguments (sizes,
+buffers, seeds, parallelism) is decided here, in one place; `tfpipe.core.chain` applies each
+step as it is given and reads nothing else. Read top to bottom, `plan()` is the optimized chain
 
-    files -> repeat -> shuffle files -> read (fused, parallel) -> batch -> batch stages -> prefetch
+    order (each epoch a seeded permutation: repeat + shuffle files, resumable) -> read + map
+    (fused, parallel) -> batch -> batch stages -> prefetch
 
 with one `if` per toggle, and PipelineConfig.naive() turns it into the seed question's
 
@@ -16,51 +17,43 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional, Sequence
 
+from tfpipe.core.steps import (Batch, Cache, Distribute, FeaturesOnly, Map, Mix, Options, Order, Pick,  # noqa: F401
+                               Prefetch, PrefetchToDevice, ReadFiles, Rebatch, Repeat, ReuseMemory, Shard,
+                               ShuffleBlocks, ShuffleExamples, ShuffleFiles, Step, Unblock)
+
 TRAIN, EVAL, PREDICT = "train", "eval", "predict"
+BLOCK_WINDOW = 1024  # examples permuted together in train windows (shuffle_buffer=0: the whole set)
 
 
 @dataclasses.dataclass(frozen=True)
 class Yields:
-    """What a source hands the chain, as far as the order of steps depends on it.
+    """What a source hands the chain, as far as the plan depends on it.
 
     Attributes:
       stages: the map stages from a file element (or a record) to (features, labels); each has
         `name`, `batchable`, `random` (tfpipe.core.stage.Stage).
       records: each file holds many records (shards, TFRecords), read by an interleave;
         False: one example per file, read by the first stage.
-      blocked: the records are blocks of examples (v2 shards): examples never need to cross
-        tf.data one at a time when the stages after them all work on batches.
+      blocked: the records are blocks of examples (v2 shards).
       fixed_shapes: every example has the same shape (blocks can be re-batched whole).
-      mixture: examples are drawn from several members, each with its own chain up to
-        examples; `stages` are the ones the mixed examples share.
+      num_files, num_examples: of one epoch (this input pipeline's share where sharded).
+      examples_per_block: with blocked: examples in a full block.
+      longest_file: records in the longest file (ordered reads take each file whole).
+      block_length: records a parallel interleave takes from one file at a time (train).
+      members: a mixture's members, each (its Yields, its weight); `stages` are then the ones
+        the mixed examples share.
     """
 
     stages: tuple[Any, ...]
     records: bool = False
     blocked: bool = False
     fixed_shapes: bool = True
-    mixture: bool = False
-
-
-@dataclasses.dataclass(frozen=True)
-class Step:
-    """One step of the chain: `op` names what chain.py does; the other fields are its arguments.
-
-    ops: mix, shard, resume, repeat, shuffle_files, read_files, map, cache, unblock, shuffle_examples,
-    shuffle_blocks, batch, rebatch, pick, features_only, distribute, prefetch, prefetch_to_device.
-    """
-
-    op: str
-    stages: tuple[Any, ...] = ()
-    count: Optional[int] = None  # repeat: epochs (None: endless)
-    parallel: bool = False  # map / read_files: num_parallel_calls=AUTOTUNE
-    drop_remainder: bool = False  # batch / rebatch
-    per_example: bool = False  # map: runs on one example at a time (on_error="skip" guards these)
-    note: str = ""  # why the step is there, shown by describe()
-
-    def __str__(self) -> str:
-        names = "+".join(s.name for s in self.stages)
-        return f"{self.op}({names})" if names else self.op
+    num_files: int = 1
+    num_examples: int = 1
+    examples_per_block: int = 1
+    longest_file: int = 1
+    block_length: int = 1
+    members: tuple[tuple["Yields", float], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,25 +63,31 @@ class Request:
     Attributes:
       mode: "train" | "eval" | "predict".
       epochs: train: stop after this many passes (None: endless).
-      resume: train: start mid-stream with the resumable (index-based) order.
-      sharded: several input pipelines (an InputContext): each reads its share of the files.
+      start: train: the stream position (in examples) to start at; None: from 0, in the order
+        the toggles pick (the resumable order is then the optimized one).
+      seed: the seed every train order and shuffle of this build uses (PipelineConfig.seed, or
+        one drawn for the build when that is unset).
+      pipelines, pipeline: input pipelines (an InputContext) and which one this is.
       feature_key: yield features[feature_key] instead of the dict.
       device_prefetch: the consumer takes device tensors (False for an Estimator's input_fn).
-      on_error: "raise" (an example whose stages fail stops the pipeline) or "skip" (it is
-        left out, and named on stderr with a running count).
+      on_error: "raise" or "skip" (an example whose stages fail is left out and named).
       whole_blocks: blocks of examples may stay whole up to the batch step (False where the
         plan must end in single examples: a mixture member).
     """
 
     mode: str = TRAIN
     epochs: Optional[int] = None
-    resume: bool = False
-    sharded: bool = False
+    start: Optional[int] = None
+    seed: int = 0
+    pipelines: int = 1
+    pipeline: int = 0
     feature_key: Optional[str] = None
     device_prefetch: bool = True
     on_error: str = "raise"
     whole_blocks: bool = True
 
+
+# --- the plan --------------------------------------------------------------------------------
 
 def split_stages(stages: Sequence[Any], vectorize: bool) -> tuple[list, list]:
     """(before batch, after batch): with vectorize, the trailing batchable stages run on batches."""
@@ -109,93 +108,125 @@ def deterministic_prefix(stages: Sequence[Any]) -> int:
     return n
 
 
+def uses_order(p: Any, request: Request) -> bool:
+    """The train stream is the resumable per-epoch permutation: asked for (a start), or the
+    optimized order (repeat before shuffle, shuffled file names) without a cache."""
+    if request.mode != TRAIN:
+        return False
+    return request.start is not None or (p.repeat_before_shuffle and p.shuffle_filenames and not p.cache)
+
+
 def plan(p: Any, source: Yields, request: Request = Request()) -> tuple[Step, ...]:
     """The chain's steps in order, for PipelineConfig `p` over a source that yields `source`.
 
     Args:
-      p: the PipelineConfig (toggles, batch size, cache).
-      source: what the source yields (stages, files of records, blocks).
-      request: mode, epochs, resume, sharding, feature_key, device prefetch.
+      p: the PipelineConfig (toggles, batch size, buffers, cache).
+      source: what the source yields (stages, files of records, blocks, sizes).
+      request: mode, epochs, start, seed, sharding, feature_key, device prefetch.
 
     Returns:
       The steps, first to last; `tfpipe.core.chain.apply` runs them.
     """
-    if source.mixture:  # each member's examples_plan runs inside the mix step
+    steps: tuple[Step, ...] = (ReuseMemory(),) if p.reuse_memory else ()
+    if source.members and request.start is not None:
+        raise ValueError("a mixture cannot start mid-stream (start_step): its draws depend on every member's "
+                         "position; leave start_step unset (make_input_fn(..., resume=False))")
+    if source.members:
+        member_p = dataclasses.replace(p, vectorize=False)  # members end in examples; the shared batch follows
+        member_request = dataclasses.replace(request, feature_key=None, whole_blocks=False)
+        members = tuple(examples_plan(member_p, y, member_request) for y, _ in source.members)
         before, _ = split_stages(source.stages, p.vectorize)
-        return (Step("mix", note="examples drawn from the members by weight"),) + _maps(
-            before, p, per_example=True) + batches_plan(p, source, request)
-    return examples_plan(p, source, request) + batches_plan(p, source, request)
+        steps += (Mix(members, tuple(w for _, w in source.members), request.mode == TRAIN, request.seed),)
+        steps += _maps(before, p, request, per_example=True)
+        return steps + batches_plan(p, source, request)
+    return steps + examples_plan(p, source, request) + batches_plan(p, source, request)
 
 
 def examples_plan(p: Any, source: Yields, request: Request = Request()) -> tuple[Step, ...]:
-    """The steps from the file list to (unbatched) examples: a mixture member's whole chain."""
-    train, resume = request.mode == TRAIN, request.mode == TRAIN and request.resume
+    """The steps from the file list to examples (or whole windows/blocks): a mixture member's chain."""
+    train, order = request.mode == TRAIN, uses_order(p, request)
     before, _ = split_stages(source.stages, p.vectorize)
-    head, tail = _head_tail(p, source, before)
-    # A cache must see one finite epoch in a fixed order: repeat and the file shuffle follow it.
-    # The resumable order permutes and repeats the files itself.
-    cache = bool(p.cache) and not resume
-    repeat_first = train and p.repeat_before_shuffle and not cache and not resume
-    shuffle_files = train and p.shuffle_filenames and not cache and not resume
-    shuffle_examples = train and not resume and (source.records or not shuffle_files)
-    blocks_whole = _blocks_whole(p, source, request, tail)
-    unblock = source.blocked and not blocks_whole and not resume
+    head, tail = _head_tail(p, source, before, order)
+    cache = bool(p.cache) and not order
+    repeat_first = train and p.repeat_before_shuffle and not cache and not order
+    shuffle_files = train and p.shuffle_filenames and not cache and not order
+    shuffle_examples = train and not order and (source.records or not shuffle_files or cache)
+    whole = _whole(p, source, request, tail, order)
+    unblock = (source.blocked or (order and source.records)) and not whole
     if not (cache or unblock or shuffle_examples):
         head, tail = head + tail, []  # nothing sits between them: one (fused) map
 
-    steps = []
-    if request.sharded:
-        steps.append(Step("shard", note="each input pipeline reads a disjoint share of the files"))
-    if resume:
-        steps.append(Step("resume", note="endless; each epoch's file order drawn from (seed, epoch)"))
+    steps: list[Step] = []
+    if request.pipelines > 1:
+        steps.append(Shard(request.pipelines, request.pipeline))
+    if order:
+        window = min(p.shuffle_buffer or BLOCK_WINDOW, max(1, source.num_examples)) if source.records else 0
+        steps.append(Order(request.seed, request.start or 0, request.epochs, source.records, source.blocked,
+                           window, p.parallel_reads, p.cycle_length, source.longest_file))
     if repeat_first:
-        steps.append(Step("repeat", count=request.epochs, note="one stream over epochs: no refill stall"))
+        steps.append(Repeat(request.epochs, why="one stream over epochs: no refill stall"))
     if shuffle_files:
-        steps.append(Step("shuffle_files", note="paths are cheap to buffer; decoded data is not"))
-    if source.records and not resume:
-        steps.append(Step("read_files", parallel=p.parallel_reads, note="records of many files at once"))
-    steps += _maps(head, p, per_example=True)
+        steps.append(ShuffleFiles(source.num_files, request.seed))
+    if source.records and not order:
+        ordered = not train or p.deterministic
+        # Ordered reads take each file whole (block as long as the longest file): the output is the
+        # files in order while the other threads read the next files ahead.
+        block = max(source.longest_file, 1) if not train else source.block_length
+        steps.append(ReadFiles(p.parallel_reads, p.cycle_length, block, ordered))
+    steps += _maps(head, p, request, per_example=True)
     if cache:
-        steps.append(Step("cache", note="one epoch of examples, before any random stage"))
-        if train and p.repeat_before_shuffle:
-            steps.append(Step("repeat", count=request.epochs))
+        steps.append(Cache(p.cache))
     if unblock:
-        steps.append(Step("unblock", note="blocks -> examples, after the interleave handed over whole blocks"))
-    if shuffle_examples and blocks_whole:
-        steps.append(Step("shuffle_blocks", note="whole blocks, then one permutation per window of them"))
+        steps.append(Unblock())
+    buffer = min(p.shuffle_buffer or source.num_examples, max(1, source.num_examples))
+    if shuffle_examples and whole:
+        window = max(p.batch_size, min(p.shuffle_buffer or BLOCK_WINDOW, BLOCK_WINDOW))
+        steps.append(ShuffleBlocks(max(2, buffer // max(1, source.examples_per_block)), window, request.seed,
+                                   not train or p.deterministic))
     elif shuffle_examples:
-        steps.append(Step("shuffle_examples", note="decoded examples (or records): a big buffer"))
-    return tuple(steps) + _maps(tail, p, per_example=True)
+        # After a cache: a whole-epoch shuffle before the repeat keeps epochs apart.
+        steps.append(ShuffleExamples(buffer, request.seed))
+    if cache and train:
+        steps.append(Repeat(request.epochs, why="after the cache: each epoch replays it, reshuffled"))
+    return tuple(steps) + _maps(tail, p, request, per_example=True)
 
 
 def batches_plan(p: Any, source: Yields, request: Request = Request()) -> tuple[Step, ...]:
     """The steps from examples to what the consumer takes: batch, batch stages, the tail."""
-    train, resume = request.mode == TRAIN, request.mode == TRAIN and request.resume
+    train, order = request.mode == TRAIN, uses_order(p, request)
     before, after = split_stages(source.stages, p.vectorize)
-    _, tail = _head_tail(p, source, before)
+    _, tail = _head_tail(p, source, before, order)
     drop = train and p.drop_remainder
-    steps = []
-    if _blocks_whole(p, source, request, tail):
-        steps.append(Step("rebatch", drop_remainder=drop, note="blocks re-cut into batches, no example alone"))
+    steps: list[Step] = []
+    if not source.members and _whole(p, source, request, tail, order):
+        steps.append(Rebatch(p.batch_size, drop))
     else:
-        steps.append(Step("batch", drop_remainder=drop))
-    steps += _maps(after, p)
-    if train and not p.repeat_before_shuffle and not resume:
-        steps.append(Step("repeat", count=request.epochs, note="the seed's order: batch, then repeat"))
+        # Length buckets reorder examples: train only (eval and predict keep input order).
+        steps.append(Batch(p.batch_size, drop, p.bucket_boundaries if train else (), p.bucket_key))
+    steps += _maps(after, p, request)
+    if train and not p.repeat_before_shuffle and not order and not p.cache:
+        steps.append(Repeat(request.epochs, why="the seed's order: batch, then repeat"))
     if request.feature_key is not None:
-        steps.append(Step("pick"))
+        steps.append(Pick(request.feature_key))
     if request.mode == PREDICT:
-        steps.append(Step("features_only"))
+        steps.append(FeaturesOnly())
+    options = options_step(p, request.mode)
     if p.data_service:
-        steps.append(Step("distribute", note="the tf.data service runs everything above"))
+        # Options must be on the part the workers run: those set after distribute stay local.
+        steps += [options, Distribute(p.data_service, p.data_service_mode, p.data_service_job, p.cache)]
     if p.prefetch:
-        steps.append(Step("prefetch", note="the next batch is made while the model trains on this one"))
+        steps.append(Prefetch())
     if p.prefetch_to_device and request.device_prefetch:
-        steps.append(Step("prefetch_to_device", note="only where a GPU is visible"))
-    return tuple(steps)
+        steps.append(PrefetchToDevice())
+    return tuple(steps) + (options,)
 
 
-def _head_tail(p: Any, source: Yields, before: Sequence[Any]) -> tuple[list, list]:
+def options_step(p: Any, mode: str) -> Options:
+    """The tf.data options of a chain in `mode`: order kept unless train allows otherwise; rewrites follow the toggles."""
+    return Options(mode != TRAIN or p.deterministic, p.parallel_map, p.parallel_map, p.prefetch)
+
+
+def _head_tail(p: Any, source: Yields, before: Sequence[Any], order: bool) -> tuple[list, list]:
     """Per-example stages before / after the cache and the example shuffle.
 
     With a cache in memory or a file: every stage up to the first random one runs before it
@@ -205,9 +236,9 @@ def _head_tail(p: Any, source: Yields, before: Sequence[Any]) -> tuple[list, lis
     stage reads the file before the example shuffle (the seed's map(read) -> shuffle), or with
     fuse_maps the one fused map does; records: every stage runs after the shuffle.
     """
-    if p.cache.startswith("snapshot:"):
+    if p.cache.startswith("snapshot:") and not order:
         cut = 0 if source.records else min(1, deterministic_prefix(before))
-    elif p.cache:
+    elif p.cache and not order:
         cut = deterministic_prefix(before)
     elif source.records:
         cut = 0
@@ -216,22 +247,32 @@ def _head_tail(p: Any, source: Yields, before: Sequence[Any]) -> tuple[list, lis
     return list(before[:cut]), list(before[cut:])
 
 
-def _blocks_whole(p: Any, source: Yields, request: Request, tail: Sequence[Any]) -> bool:
-    """Blocks cross the chain whole (shuffled as blocks, re-cut into batches) when nothing per example follows."""
-    if not (source.blocked and source.fixed_shapes and not tail and not request.resume and request.whole_blocks):
+def _whole(p: Any, source: Yields, request: Request, tail: Sequence[Any], order: bool) -> bool:
+    """Blocks (or the order's windows) cross the chain whole, re-cut into batches, when nothing per
+    example follows and every example has one shape."""
+    if not (source.records and source.fixed_shapes and not tail and request.whole_blocks):
         return False
-    return request.mode != TRAIN or getattr(p, "shuffle_blocks", False)
+    if order:
+        return True
+    return source.blocked and (request.mode != TRAIN or getattr(p, "shuffle_blocks", False))
 
 
-def _maps(stages: Sequence[Any], p: Any, per_example: bool = False) -> tuple[Step, ...]:
+def _maps(stages: Sequence[Any], p: Any, request: Request, per_example: bool = False) -> tuple[Step, ...]:
     """One map step per stage, or one fused map for all of them (fuse_maps)."""
     if not stages:
         return ()
+    ordered = request.mode != TRAIN or p.deterministic
+    skip = per_example and request.on_error == "skip"
     if p.fuse_maps:
-        return (Step("map", tuple(stages), parallel=p.parallel_map, per_example=per_example),)
-    return tuple(Step("map", (s,), parallel=p.parallel_map, per_example=per_example) for s in stages)
+        return (Map(tuple(stages), p.parallel_map, ordered, per_example, skip),)
+    return tuple(Map((s,), p.parallel_map, ordered, per_example, skip) for s in stages)
 
 
-def describe(steps: Sequence[Step]) -> str:
-    """The plan as one line: 'repeat -> shuffle_files -> map(read) -> batch -> ...'."""
-    return " -> ".join(map(str, steps))
+def describe(steps: Sequence[Step], why: bool = False) -> str:
+    """The plan as one line ('order(seed=0) -> map(read+decode, ...) -> batch(size=64) -> ...'), or with
+    why=True one line per step with the reason it is there."""
+    if not why:
+        return " -> ".join(map(str, steps))
+    return "\n".join(f"{i:2d}. {s}" + (f"\n      why: {s.why}" if s.why else "") for i, s in enumerate(steps, 1))
+
+

@@ -2,23 +2,22 @@
 
 The core never names a plug-in. The package's top (`tfpipe/__init__.py`) declares the
 built-in ones, and other packages add theirs through the `tfpipe.plugins` entry-point
-group; each plug-in module registers what it defines when imported (a domain with
-`tfpipe.core.source.register_domain`, a folder reader with `register_folder_reader`, the
-data service with `register_distributor`). They are imported on the first lookup, so
-`import tfpipe` stays cheap.
+group; each plug-in module registers what it defines when imported, in `tfpipe.core.registry`
+(a domain with `register_domain`, a folder reader with `register_folder_reader`, the data
+service with `register_distributor`). The registry's lookups import them here on first use,
+so `import tfpipe` stays cheap.
 """
 
 from __future__ import annotations
 
 import importlib
 from importlib import metadata
-from typing import Any, Callable, Iterable, Optional
+from typing import Iterable, Optional
 
 ENTRY_POINT_GROUP = "tfpipe.plugins"
 _declared: list[str] = []
 _loaded: set[str] = set()
 _entry_points: Optional[list[str]] = None  # the group's modules, read once per process
-_distributor: list[Callable[[Any, Any], Any]] = []
 
 
 def declare(modules: Iterable[str]) -> None:
@@ -49,14 +48,3 @@ def load() -> None:
             _loaded.add(name)
             importlib.import_module(name)
 
-
-def register_distributor(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    """`fn(dataset, pipeline) -> dataset` runs a chain on the tf.data service (PipelineConfig.data_service)."""
-    _distributor[:] = [fn]
-    return fn
-
-
-def distributor() -> Optional[Callable[[Any, Any], Any]]:
-    """The registered data-service step, or None."""
-    load()
-    return _distributor[0] if _distributor else None

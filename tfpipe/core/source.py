@@ -1,111 +1,22 @@
 """Sources: where examples are, and what the chain starts from.
 
 `find(data)` turns what a user passes (a folder, a CSV, a glob, `(paths, labels)`, a
-list of paths, a shard folder) into a Source. A Source gives the chain a `ChainInput`:
-the cheap per-file table to repeat and shuffle, how to read a file's records if it has
-many (shards), and the map stages. Domains (audio, images) and storage formats (shard
-folders) plug in through the registries here, so this module names none of them.
+list of paths, a shard folder) into a Source. A Source gives the chain a `ChainInput`
+(tfpipe.core.chain_input): the cheap per-file table to repeat and shuffle, how to read a
+file's records if it has many (shards), and the map stages. Files of a registered domain
+are listed by `tfpipe.core.files`; other folders (shard folders) by the folder readers
+registered in `tfpipe.core.registry`, so this module names none of them.
 """
 
 from __future__ import annotations
 
-import csv
-import dataclasses
-import glob as glob_lib
-import hashlib
 import os
-import stat
-from typing import Any, Callable, Optional, Protocol, Sequence, Union
+from typing import Any, Protocol, Union
 
-import tensorflow as tf
-
-from tfpipe.core import plugins
-from tfpipe.core.domain import Domain
-from tfpipe.core.plan import Yields
-from tfpipe.core.stage import Stage, user_stages
-from tfpipe.errors import DataError, listed
+from tfpipe.core import files, registry
+from tfpipe.core.chain_input import ChainInput
 
 INDEX_NAME = "tfpipe.json"
-MAX_LISTED = 5  # bad files named in one error message
-_DOMAINS: dict[str, Domain] = {}
-_FOLDER_READERS: list[Callable[[str], Optional["Source"]]] = []
-
-
-def register_domain(domain: Domain) -> Domain:
-    """Makes `domain` findable by its name and file extensions."""
-    _DOMAINS[domain.name] = domain
-    return domain
-
-
-def register_folder_reader(reader: Callable[[str], Optional["Source"]]) -> None:
-    """`reader(folder)` returns a Source for folders it recognizes (e.g. a shard index), else None."""
-    _FOLDER_READERS.append(reader)
-
-
-def domains() -> dict[str, Domain]:
-    """Every registered domain by name."""
-    plugins.load()
-    return dict(_DOMAINS)
-
-
-def get_domain(name: str) -> Domain:
-    """The domain called `name` ("audio", "image")."""
-    found = domains()
-    if name not in found:
-        raise ValueError(f"domain {name!r}: known domains are {', '.join(sorted(found))}")
-    return found[name]
-
-
-def domain_of(path: str) -> Optional[Domain]:
-    """The domain whose extensions `path` has, or None."""
-    lower = path.lower()
-    return next((d for d in domains().values() if lower.endswith(d.extensions)), None)
-
-
-@dataclasses.dataclass(frozen=True)
-class ChainInput:
-    """What a Source hands the chain.
-
-    Attributes:
-      files: one element per file (cheap values: paths, offsets, labels), in a fixed order.
-      num_files: elements of `files`.
-      num_examples: examples in one epoch (sizes the whole-set shuffle).
-      stages: map stages from an element (after `expand`) to (features, labels).
-      expand: for files of many records (shards): element -> dataset of its records;
-        None when each file is one example.
-      block_length: records the parallel interleave takes from one file at a time.
-      blocked: expand yields blocks (batches) of examples; the chain un-blocks them after the
-        interleave, or re-cuts whole blocks into batches, so examples do not cross its
-        threads one at a time.
-      examples_per_block: with blocked: examples in a (full) block.
-      fixed_shapes: every example has the same shape (blocks can be re-cut whole).
-      count_of: with expand: file element -> its number of examples (for resuming mid-stream).
-      paths: the files read, for fingerprints of their contents (snapshot cache, resume).
-      records_per_file: with expand: records in each file, where known (eval then reads the
-        files strictly one after another while the interleave reads ahead in parallel).
-      members: a mixture's members, each (its ChainInput, its weight); `stages` are then the
-        ones the mixed examples share.
-    """
-
-    files: tf.data.Dataset
-    num_files: int
-    num_examples: int
-    stages: tuple[Stage, ...]
-    expand: Optional[Callable[..., tf.data.Dataset]] = None
-    block_length: int = 1
-    blocked: bool = False
-    examples_per_block: int = 1
-    fixed_shapes: bool = True
-    count_of: Optional[Callable[..., tf.Tensor]] = None
-    paths: tuple[str, ...] = ()
-    records_per_file: tuple[int, ...] = ()
-    members: tuple[tuple["ChainInput", float], ...] = ()
-
-    @property
-    def yields(self) -> Yields:
-        """What the plan needs to know of this input."""
-        return Yields(tuple(self.stages), records=self.expand is not None, blocked=self.blocked,
-                      fixed_shapes=self.fixed_shapes, mixture=bool(self.members))
 
 
 class Source(Protocol):
@@ -126,73 +37,6 @@ class Source(Protocol):
                     batch_process: Any = None) -> ChainInput: ...
 
 
-@dataclasses.dataclass(frozen=True)
-class FileSource:
-    """One example per file: a class folder, a CSV manifest, a glob, or the user's own list.
-
-    Attributes:
-      root: the folder, CSV or pattern the user named ("" for a plain list).
-      paths: the files, absolute, in label order.
-      labels: label id per file.
-      class_names: label id -> class name.
-      domain: the registered domain the files belong to ("" when none matched).
-    """
-
-    root: str
-    paths: tuple[str, ...]
-    labels: tuple[int, ...]
-    class_names: tuple[str, ...]
-    domain: str = ""
-
-    @property
-    def kind(self) -> str:
-        """The domain's source kind ("wav", "image") or "files"."""
-        return get_domain(self.domain).kind if self.domain else "files"
-
-    @property
-    def num_examples(self) -> int:
-        return len(self.paths)
-
-    def examples_per_file(self) -> tuple[int, ...]:
-        """One example per file."""
-        return (1,) * len(self.paths)
-
-    def subset(self, keep: Sequence[int]) -> "FileSource":
-        """The same source with only the files at positions `keep` (class names kept)."""
-        return dataclasses.replace(self, paths=tuple(self.paths[i] for i in keep),
-                                   labels=tuple(self.labels[i] for i in keep))
-
-    def split(self, eval_fraction: float) -> tuple["FileSource", "FileSource"]:
-        """(train, eval) by a hash of each file's path, so a file never changes side between runs."""
-        if not 0.0 < eval_fraction < 1.0:
-            raise ValueError(f"eval_fraction={eval_fraction!r}: must be between 0 and 1")
-        is_eval = [_stable_fraction(os.path.relpath(p, folder(self.root))) < eval_fraction for p in self.paths]
-        train = [i for i, e in enumerate(is_eval) if not e]
-        held = [i for i, e in enumerate(is_eval) if e]
-        if not train or not held:
-            raise ValueError(f"{self.root}: {len(self.paths)} files are too few to hold out "
-                             f"{eval_fraction:.0%} for eval; pass --eval_data or add files")
-        return self.subset(train), self.subset(held)
-
-    def chain_input(self, mode: str, features: Any = None, *, read: Any = None, process: Any = None,
-                    batch_process: Any = None) -> ChainInput:
-        """The user's functions over (path, label), or the domain's stages over its checked file table."""
-        labels = tf.constant(self.labels, tf.int64)
-        if read is None and process is None and batch_process is None:
-            if not self.domain:
-                raise ValueError(f"{self.root or 'the files'}: no built-in domain reads these files "
-                                 f"(known: {_known_extensions()}); pass read= and process= functions")
-            domain = get_domain(self.domain)
-            config = domain.config(features)
-            table = domain.file_table(self.paths, config)  # every unusable file is named here
-            stages = tuple(domain.stages(config, mode))
-        else:
-            table = tf_paths(self.paths)
-            stages = tuple(user_stages(read, process, batch_process))
-        files = tf.data.Dataset.from_tensor_slices((table, labels))
-        return ChainInput(files, len(self.paths), len(self.paths), stages, paths=self.paths)
-
-
 def find(data: Any) -> Any:
     """Returns the Source for what the user passed.
 
@@ -208,215 +52,25 @@ def find(data: Any) -> Any:
     if hasattr(data, "chain_input"):
         return data
     if isinstance(data, tuple) and len(data) == 2 and not isinstance(data[0], (str, os.PathLike)):
-        return from_lists(*data)
+        return files.from_lists(*data)
     if isinstance(data, (list, tuple)):
-        return from_lists(list(data), [0] * len(data))
+        return files.from_lists(list(data), [0] * len(data))
     path = os.fspath(data)
     if any(c in path for c in "*?[") and not os.path.exists(path):
-        return _glob(path)
+        return files.glob_files(path)
     path = os.path.abspath(path)
     if os.path.isdir(path):
-        plugins.load()
-        for reader in _FOLDER_READERS:
+        for reader in registry.folder_readers():
             found = reader(path)
             if found is not None:
                 return found
-        return _class_folder(path)
+        return files.class_folder(path)
     if os.path.isfile(path) and path.lower().endswith(".csv"):
-        return _csv_manifest(path)
+        return files.csv_manifest(path)
     if not os.path.exists(path):
         raise ValueError(f"{path}: no such file or folder")
-    raise ValueError(f"{path}: expected a folder with one subfolder per class ({_known_extensions()} files), "
-                     f"a CSV manifest (path,label), a glob pattern, or a shard folder with {INDEX_NAME}")
-
-
-def tf_paths(paths: Sequence[str]) -> list[bytes]:
-    """Paths as the bytes the OS uses, so a file name that is not UTF-8 still reaches tf.io.read_file."""
-    return [os.fsencode(p) for p in paths]
-
-
-def folder(root: str) -> str:
-    """The folder a Source's relative names start from: the root folder, or a CSV's folder."""
-    return root if os.path.isdir(root) else os.path.dirname(root)
-
-
-def from_lists(paths: Sequence[Any], labels: Sequence[Any], root: str = "") -> FileSource:
-    """A FileSource over the user's own paths and labels (int ids, or names made into ids by label_ids)."""
-    paths = [os.fspath(p.decode() if isinstance(p, bytes) else p) for p in paths]
-    labels = list(labels.tolist() if hasattr(labels, "tolist") else labels)
-    if len(paths) != len(labels):
-        raise ValueError(f"{len(paths)} paths but {len(labels)} labels: pass one label per path")
-    if not paths:
-        raise ValueError("no paths given")
-    ids, names = label_ids(labels)
-    return FileSource(root, tuple(paths), tuple(ids), names, _common_domain(paths))
-
-
-def label_ids(labels: Sequence[Any]) -> tuple[list[int], tuple[str, ...]]:
-    """(id per label, class names by id) for labels given as ints, digit strings, or names.
-
-    Whole numbers (7 or "7") are their own ids, so a train and an eval list agree even when one
-    lacks a class ("8" is 8 in both; sorting them as text would make "10" come before "2").
-    Other names are sorted, so the same set of names always gets the same ids.
-
-    Raises:
-      ValueError: a missing label (None, NaN, ""), or a negative id, naming its position.
-    """
-    for i, label in enumerate(labels):
-        if label is None or (isinstance(label, float) and label != label) or (isinstance(label, str) and
-                                                                                not label.strip()):
-            raise ValueError(f"label {i} is {label!r}: every example needs a label (an int id or a class name)")
-    numbers = [_whole_number(label) for label in labels]
-    if all(n is not None for n in numbers):
-        if min(numbers) < 0:
-            raise ValueError(f"label {labels[numbers.index(min(numbers))]!r}: label ids must be >= 0")
-        return numbers, tuple(str(i) for i in range(max(numbers) + 1))
-    names = tuple(sorted({str(label) for label in labels}))
-    position = {name: i for i, name in enumerate(names)}
-    return [position[str(label)] for label in labels], names
-
-
-def _whole_number(label: Any) -> Optional[int]:
-    """The int a label stands for (3, np.int64(3), "3", " 3"), else None."""
-    if isinstance(label, bool):
-        return None
-    if isinstance(label, int) or (hasattr(label, "dtype") and getattr(label.dtype, "kind", "") in "iu"):
-        return int(label)
-    if isinstance(label, str) and label.strip().lstrip("-").isdigit():
-        return int(label.strip())
-    return None
-
-
-def _common_domain(paths: Sequence[str]) -> str:
-    """The domain every path belongs to, or "" (none, or several)."""
-    kinds = {d.name if d else "" for d in map(domain_of, paths)}
-    return kinds.pop() if len(kinds) == 1 else ""
-
-
-def _known_extensions() -> str:
-    return ", ".join(sorted(e for d in domains().values() for e in d.extensions))
-
-
-def _stable_fraction(key: str) -> float:
-    """A number in [0, 1) fixed by `key` across runs and machines."""
-    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2.0 ** 64
-
-
-def _class_folder(root: str) -> FileSource:
-    """One subfolder per class; the domain is the one whose files the folder holds.
-
-    Every visible subfolder is a class, an empty one too: dropping it would shift the label
-    ids of the classes after it, so a train and an eval folder would disagree.
-    """
-    by_domain: dict[str, dict[str, list[str]]] = {}
-    classes, stray, unreadable = [], [], []
-    for name in sorted(_listdir(root)):
-        class_dir = os.path.join(root, name)
-        try:
-            is_dir = stat.S_ISDIR(os.stat(class_dir).st_mode)
-        except OSError as e:  # a name too long, a link to nowhere: said, not skipped
-            unreadable.append(e)
-            continue
-        if not is_dir:
-            if domain_of(name):
-                stray.append(class_dir)
-            continue
-        if name.startswith("."):  # .ipynb_checkpoints, .git, tfpipe's own work folders
-            continue
-        classes.append(name)
-        for d, subdirs, fs in sorted(os.walk(class_dir, onerror=unreadable.append)):
-            subdirs[:] = sorted(s for s in subdirs if not s.startswith("."))
-            for f in sorted(fs):
-                domain = domain_of(f)
-                if domain:
-                    by_domain.setdefault(domain.name, {}).setdefault(name, []).append(os.path.join(d, f))
-    if unreadable:  # os.walk would skip them: their files would be missing without a word
-        raise DataError(f"{root}: {len(unreadable)} folders cannot be listed, so their files would be left out:"
-                        + listed(f"{e.filename}: {e.strerror}" for e in unreadable)
-                        + "\nfix their permissions (chmod +rx) or move them out of the data folder")
-    if stray:
-        raise ValueError(f"{root}: {stray[0]} is not inside a class folder; put each file under {root}/<class_name>/")
-    if len(by_domain) > 1:
-        counts = ", ".join(f"{sum(map(len, c.values()))} {n}" for n, c in sorted(by_domain.items()))
-        raise ValueError(f"{root}: files of several domains ({counts}); keep one kind of file per folder")
-    if not by_domain:
-        raise ValueError(f"{root}: no {_known_extensions()} files found; expected one subfolder per class")
-    domain, files_by_class = next(iter(by_domain.items()))
-    return _labelled(root, {c: sorted(files_by_class.get(c, [])) for c in classes}, domain)
-
-
-def _listdir(folder: str) -> list[str]:
-    """os.listdir, or a DataError naming the folder and why it cannot be listed."""
-    try:
-        return os.listdir(folder)
-    except OSError as e:
-        raise DataError(f"{folder}: cannot list the folder ({e.strerror}); fix its permissions or the path") from None
-
-
-def _glob(pattern: str) -> FileSource:
-    """Files matching a pattern; each one's class is its parent folder's name."""
-    paths = sorted(os.path.abspath(p) for p in glob_lib.glob(pattern, recursive=True) if os.path.isfile(p))
-    if not paths:
-        raise ValueError(f"{pattern}: the pattern matches no files")
-    files_by_class: dict[str, list[str]] = {}
-    for p in paths:
-        files_by_class.setdefault(os.path.basename(os.path.dirname(p)), []).append(p)
-    return _labelled(pattern, dict(sorted(files_by_class.items())), _common_domain(paths),
-                     min_classes=1)
-
-
-def _csv_manifest(csv_path: str) -> FileSource:
-    base = os.path.dirname(csv_path)
-    try:
-        with open(csv_path, newline="", encoding="utf-8-sig") as f:  # -sig: a BOM is not part of 'path'
-            reader = csv.DictReader(f)
-            columns = reader.fieldnames or []
-            if sorted(columns) != ["label", "path"]:
-                unknown = sorted(set(columns) - {"path", "label"})
-                raise ValueError(f"{csv_path}: columns {columns} but a manifest has exactly 'path,label'"
-                                 + (f"; unknown columns {unknown}" if unknown else ""))
-            rows, incomplete = [], []
-            for line, r in enumerate(reader, start=2):
-                if not r["path"] or r["label"] in (None, ""):
-                    incomplete.append(line)
-                else:
-                    rows.append((os.path.normpath(os.path.join(base, r["path"])), r["label"]))
-    except UnicodeDecodeError as e:
-        raise DataError(f"{csv_path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}); "
-                        f"save the manifest as UTF-8") from None
-    if incomplete:
-        raise DataError(f"{csv_path}: {len(incomplete)} rows lack a path or a label (lines "
-                        f"{', '.join(map(str, incomplete[:MAX_LISTED]))}); every row needs both")
-    missing = [p for p, _ in rows if not os.path.isfile(p)]
-    if missing:
-        raise DataError(f"{csv_path}: {len(missing)} listed files do not exist, e.g. "
-                        f"{', '.join(missing[:MAX_LISTED])}; relative paths resolve against the CSV's folder")
-    labels_of: dict[str, set] = {}
-    for path, label in rows:
-        labels_of.setdefault(path, set()).add(label)
-    conflicting = sorted(p for p, ls in labels_of.items() if len(ls) > 1)
-    if conflicting:
-        raise DataError(f"{csv_path}: {len(conflicting)} files are listed with different labels:"
-                        + listed(f"{p}: {', '.join(sorted(labels_of[p]))}" for p in conflicting)
-                        + "\ngive each file one label")
-    ids, names = label_ids([label for _, label in rows])
-    files_by_class: dict[str, list[str]] = {name: [] for name in names}
-    for (path, _), i in zip(rows, ids):
-        files_by_class[names[i]].append(path)
-    return _labelled(csv_path, files_by_class, _common_domain([p for p, _ in rows]))
-
-
-def _labelled(root: str, files_by_class: dict, domain: str, min_classes: int = 2) -> FileSource:
-    filled = [c for c, files in files_by_class.items() if files]
-    if not filled:
-        raise ValueError(f"{root}: no files found; expected one subfolder (or CSV label) per class")
-    if len(filled) < min_classes:
-        only = filled[0]
-        raise ValueError(f"{root}: only one class ({only!r}); a classifier needs at least two")
-    names = tuple(files_by_class)
-    paths = tuple(p for c in names for p in files_by_class[c])
-    labels = tuple(i for i, c in enumerate(names) for _ in files_by_class[c])
-    return FileSource(root, paths, labels, names, domain)
+    raise ValueError(f"{path}: expected a folder with one subfolder per class ({registry.known_extensions()} "
+                     f"files), a CSV manifest (path,label), a glob pattern, or a shard folder with {INDEX_NAME}")
 
 
 Data = Union[str, os.PathLike, Any]

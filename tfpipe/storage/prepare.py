@@ -159,7 +159,9 @@ def _field(key: str, value: Any) -> Field:
 def prepare_files(data: Any, out_dir: str, features: Any, store: Optional[str], on_error: str,
                   dtype: str) -> Prepared:
     """A domain's files: found, the domain's schema, identity for resume (checked later: Prepared.checked)."""
-    from tfpipe.core.source import FileSource, find, folder, get_domain
+    from tfpipe.core.files import FileSource, folder
+    from tfpipe.core.registry import get_domain
+    from tfpipe.core.source import find
     from tfpipe.storage.source import ShardSource
 
     source = find(data)

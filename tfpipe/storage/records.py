@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 import tensorflow as tf
 
 from tfpipe.core import filesystem as fs
-from tfpipe.core.source import ChainInput
+from tfpipe.core.chain_input import ChainInput
 from tfpipe.core.stage import Stage, as_stage, user_stages
 from tfpipe.errors import DataError, listed
 from tfpipe.storage import tfrecord

@@ -214,7 +214,7 @@ _OFFLINE: dict = {}  # one featurizer per worker process and settings
 def _offline(inputs: DomainInputs):
     key = (inputs.domain, inputs.config, inputs.store)
     if key not in _OFFLINE:
-        from tfpipe.core.source import get_domain
+        from tfpipe.core.registry import get_domain
 
         _OFFLINE[key] = get_domain(inputs.domain).offline(inputs.config, inputs.store)
     return _OFFLINE[key]

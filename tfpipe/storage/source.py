@@ -20,7 +20,8 @@ from typing import Any, Optional
 import tensorflow as tf
 
 from tfpipe.core import filesystem as fs
-from tfpipe.core.source import ChainInput, get_domain, register_folder_reader
+from tfpipe.core.chain_input import ChainInput
+from tfpipe.core.registry import get_domain, register_folder_reader
 from tfpipe.core.stage import Stage, user_stages
 from tfpipe.errors import DataError
 from tfpipe.storage import index as index_lib

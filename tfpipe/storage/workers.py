@@ -86,7 +86,7 @@ def _run_pool(jobs: Sequence[ShardJob], num_workers: int, bar) -> tuple[list[dic
 
 
 def _domain_module(domain: str) -> str:
-    from tfpipe.core.source import get_domain
+    from tfpipe.core.registry import get_domain
 
     return type(get_domain(domain)).__module__
 

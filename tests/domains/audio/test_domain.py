@@ -11,7 +11,7 @@ import tensorflow as tf
 import tfpipe
 from tests.support import make_corpus, write_tone
 from tfpipe.config import PipelineConfig
-from tfpipe.core.source import get_domain
+from tfpipe.core.registry import get_domain
 from tfpipe.domains.audio import domain as audio_domain
 from tfpipe.domains.audio.config import AudioConfig
 
@@ -23,10 +23,10 @@ def _count(ds):
     return sum(len(labels) for _, labels in ds)
 
 
-def test_no_audio_stage_is_random_and_decode_and_features_work_on_batches():
+def test_no_audio_stage_is_random_and_only_read_runs_per_file():
     stages = get_domain("audio").stages(FEAT, "train")
     assert [(s.name, s.batchable, s.random) for s in stages] == [
-        ("read", False, False), ("decode", True, False), ("features", True, False)]
+        ("read", False, False), ("check", True, False), ("decode", True, False), ("features", True, False)]
 
 
 @pytest.mark.parametrize("change", ["truncated", "stereo", "other_rate", "longer_header"])
@@ -66,10 +66,10 @@ def test_a_long_recording_is_read_only_as_far_as_the_clip_and_checked(tmp_path):
     ds = tfpipe.build_dataset(str(tmp_path / "c"), "eval", PIPE, FEAT)
     features = next(iter(ds))[0]["log_mel"].numpy()
     np.testing.assert_array_equal(features[0], features[1])  # the head read gives the same clip
-    read, _, _ = audio_domain.wav_stage_fns(FEAT)
+    read, _, _, _ = audio_domain.wav_stage_fns(FEAT)
     table = get_domain("audio").file_table([long_path], FEAT)
     element = tf.data.Dataset.from_tensor_slices((table, tf.constant([0], tf.int64))).map(read)
-    (contents, offset, size), _ = next(iter(element))
+    (contents, _, offset, size, _, _), _ = next(iter(element))
     assert len(contents.numpy()) == int(offset) + 2 * 4000  # header and the clip's samples only
     with open(long_path, "r+b") as f:  # cut: the size no longer matches the scan
         f.truncate(os.path.getsize(long_path) - 1000)

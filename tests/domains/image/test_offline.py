@@ -12,7 +12,7 @@ from PIL import Image
 
 from tests.support import encode, pattern, write
 from tests.support import huge_png
-from tfpipe.core.source import get_domain
+from tfpipe.core.registry import get_domain
 from tfpipe.domains.image import offline
 from tfpipe.domains.image.config import ImageConfig
 from tfpipe.errors import DataError

@@ -1,11 +1,14 @@
 """Image ops, eagerly and inside Dataset.map: decode (every mode), fused decode-and-crop, windows,
 resize, dtype, normalize."""
 
+import dataclasses
 import io
 
 import numpy as np
 import pytest
 import tensorflow as tf
+
+import tfpipe
 from PIL import Image
 
 from tests.support import encode, pattern
@@ -225,3 +228,23 @@ def test_to_dtype_on_batches_matches_the_per_example_formula_eagerly_and_in_map(
         for got in (eager, mapped, ops.to_dtype(tf.constant(batch[0]), "float32", normalized).numpy()[None]):
             np.testing.assert_allclose(got, reference[:len(got)], atol=1e-5)
             assert got.dtype == np.float32
+
+
+def test_resize_and_flip_keeps_every_edge_and_mirrors_about_half_the_images():
+    # crop_and_resize fills samples that rounding puts past an edge with 0: none may be, at any size.
+    for rows in range(1, 41, 3):
+        for columns in range(1, 41):
+            flat = tf.fill([rows, columns, 3], tf.constant(100, tf.uint8))
+            assert int(tf.reduce_min(ops.resize_and_flip(flat, 16, 24))) == 100, (rows, columns)
+    ramp = tf.cast(tf.tile(tf.range(0, 250, 10)[tf.newaxis, :, tf.newaxis], [4, 1, 3]), tf.uint8)  # rises left to right
+    mirrored = [int(im[0, 0, 0]) > int(im[0, -1, 0]) for im in (ops.resize_and_flip(ramp, 4, 25) for _ in range(200))]
+    assert 60 < sum(mirrored) < 140
+    same = ops.resize_and_flip(ramp, 4, 25)
+    assert np.abs(np.sort(same.numpy()[0, :, 0]) - np.arange(0, 250, 10)).max() <= 1  # the same pixels, maybe mirrored
+
+
+def test_only_the_decode_scales_the_images_allow_get_a_branch():
+    config = tfpipe.ImageConfig(height=16, width=16)
+    assert ops.usable_ratios([(32, 32, 3)] * 5, config, train=True) == (1,)  # tiny: no branch at all
+    assert ops.usable_ratios([(32, 32, 3), (400, 300, 3)], config, train=True) == (8, 4, 2, 1)
+    assert ops.usable_ratios([(400, 300, 3)], dataclasses.replace(config, scaled_decode=False), train=True) == (1,)

@@ -8,7 +8,8 @@ from typing import Any, Mapping, Sequence
 import tensorflow as tf
 
 from tfpipe.core.domain import Domain, check_stored_fields
-from tfpipe.core.source import register_domain, tf_paths
+from tfpipe.core.files import tf_paths
+from tfpipe.core.registry import register_domain
 from tfpipe.core.stage import Stage
 from tfpipe.domains.audio import ops, scan
 from tfpipe.domains.audio.config import AudioConfig
@@ -26,29 +27,41 @@ _WHOLE_READ_SLACK = 16 << 20  # 16 MiB
 _HASH_BUCKETS = 1 << 62  # header fingerprints: tf.strings.to_hash_bucket_fast, in the table and at read
 
 
-def wav_stage_fns(f: AudioConfig):
-    """read, decode, featurize over (file, label) elements, file = (path, data offset, data size,
-    file size, header fingerprint) as `AudioDomain.file_table` makes it.
+def wav_stage_fns(f: AudioConfig, head_reads: bool = True):
+    """read, check, decode, featurize over (file, label) elements, file = (path, data offset, data
+    size, file size, header fingerprint) as `AudioDomain.file_table` makes it.
 
-    read fails, naming the file, when it no longer has the size and header the scan saw (truncated,
-    replaced by a stereo file, rewritten): the offsets would no longer point at its samples.
-    decode and featurize work on one example or a batch; tfpipe.bench times them one by one.
+    read is the only stage that must run per file: it reads the bytes (the head only, for files far
+    larger than the clip, when `head_reads`; without them no per-file branch). check fails, naming
+    the file, when it no longer has the size and header the scan saw (truncated, replaced by a stereo
+    file, rewritten): the offsets would no longer point at its samples. check, decode and featurize
+    work on one example or on a whole batch (one fingerprint, one decode_raw, one STFT per batch);
+    tfpipe.bench times them one by one.
     """
 
     def read(file, label):
         path, offset, size, file_size, fingerprint = file
+        if not head_reads:
+            return (tf.io.read_file(path), path, offset, size, file_size, fingerprint), label
         needed = offset + (size if f.whole_clips else tf.minimum(size, 2 * f.num_samples))
         head = file_size - needed > _WHOLE_READ_SLACK
         contents = tf.cond(head, lambda: _read_head(path, needed, file_size), lambda: tf.io.read_file(path))
-        same = tf.logical_and(
-            tf.equal(tf.cast(tf.strings.length(contents), tf.int64), tf.where(head, needed, file_size)),
-            tf.equal(_fingerprint(tf.strings.substr(contents, tf.constant(0, tf.int64), offset)), fingerprint))
-        # raw Assert: tf.debugging.Assert wraps itself in a cond, a function call per example.
-        check = tf.raw_ops.Assert(condition=same, data=[tf.strings.join([
-            path, ": changed since the pipeline was built (its size or header differs from the check then: "
-                  "truncated, replaced or rewritten); build the dataset again (a new build_dataset or input_fn "
-                  "call) so the file is checked again"])])
-        with tf.control_dependencies([check]):
+        return (contents, path, offset, size, tf.where(head, needed, file_size), fingerprint), label
+
+    def check(file, label):
+        contents, path, offset, size, expected, fingerprint = file
+        same = tf.logical_and(tf.equal(tf.cast(tf.strings.length(contents), tf.int64), expected),
+                              tf.equal(_fingerprint(tf.strings.substr(contents, tf.zeros_like(offset), offset)),
+                                       fingerprint))
+        # One example or a batch: the files whose check failed, joined, then why (built once a batch).
+        changed = tf.strings.reduce_join(tf.boolean_mask(tf.reshape(path, [-1]), tf.logical_not(tf.reshape(same, [-1]))),
+                                         separator=", ")
+        # raw Assert: tf.debugging.Assert wraps itself in a cond, a function call each time.
+        assertion = tf.raw_ops.Assert(condition=tf.reduce_all(same), data=[tf.strings.join([changed, (
+            ": changed since the pipeline was built (its size or header differs from the check then: "
+            "truncated, replaced or rewritten); build the dataset again (a new build_dataset or input_fn "
+            "call) so the file is checked again")])])
+        with tf.control_dependencies([assertion]):
             return (tf.identity(contents), offset, size), label
 
     def decode(file, label):
@@ -58,7 +71,7 @@ def wav_stage_fns(f: AudioConfig):
     def featurize(waveform, label):
         return {f.feature_key: ops.compute_features(waveform, f)}, label
 
-    return read, decode, featurize
+    return read, check, decode, featurize
 
 
 def _read_head(path: tf.Tensor, length: tf.Tensor, file_size: tf.Tensor) -> tf.Tensor:
@@ -86,19 +99,30 @@ class AudioDomain(Domain):
     kind = "wav"
 
     def file_table(self, paths: Sequence[str], config: AudioConfig) -> Any:
-        layout = scan.scan_wavs(paths, config)  # every unusable file is named here, before training
+        return self._table(paths, scan.scan_wavs(paths, config))  # every unusable file is named here
+
+    def _table(self, paths: Sequence[str], layout: Any) -> Any:
         fingerprints = _fingerprint(list(layout.headers)) if paths else tf.zeros([0], tf.int64)
         return (tf_paths(paths), tf.constant(layout.offsets, tf.int64), tf.constant(layout.sizes, tf.int64),
                 tf.constant(layout.file_sizes, tf.int64), fingerprints)
 
-    def stages(self, config: AudioConfig, mode: str) -> list[Stage]:
-        read, decode, featurize = wav_stage_fns(config)
+    def stages(self, config: AudioConfig, mode: str, head_reads: bool = True) -> list[Stage]:
+        read, check, decode, featurize = wav_stage_fns(config, head_reads)
         python = config.backend == "librosa" and config.output == "log_mel"
-        # decode and features work on whole batches (one decode_raw and one STFT per batch) when
-        # every clip has one length; whole clips of differing lengths are decoded one by one.
+        # Only read runs per file. check, decode and features work on whole batches (one decode_raw
+        # and one STFT per batch) when every clip has one length; whole clips of differing lengths
+        # are decoded one by one.
         fixed = not config.whole_clips
-        return [Stage("read", read), Stage("decode", decode, batchable=fixed),
+        return [Stage("read", read), Stage("check", check, batchable=True), Stage("decode", decode, batchable=fixed),
                 Stage("features", featurize, batchable=fixed, python=python)]
+
+    def reading(self, paths: Sequence[str], config: AudioConfig, mode: str) -> tuple[Any, list[Stage]]:
+        """The file table and stages, with the per-file head-read branch only where a file needs it."""
+        layout = scan.scan_wavs(paths, config)  # every unusable file is named here, before training
+        needed = [o + (s if config.whole_clips else min(s, 2 * config.num_samples))
+                  for o, s in zip(layout.offsets, layout.sizes)]
+        head_reads = any(size - n > _WHOLE_READ_SLACK for size, n in zip(layout.file_sizes, needed))
+        return self._table(paths, layout), self.stages(config, mode, head_reads)
 
     def stores(self) -> tuple[str, ...]:
         from tfpipe.domains.audio.offline import STORES

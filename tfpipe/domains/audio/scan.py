@@ -19,7 +19,7 @@ import warnings
 from typing import Sequence
 
 from tfpipe.core import filesystem as fs
-from tfpipe.core.files import FileProblem, check_files
+from tfpipe.core.checks import FileProblem, check_files
 from tfpipe.domains.audio.config import AudioConfig
 
 _PCM = 1

@@ -31,7 +31,7 @@ from tqdm import tqdm
 from tfpipe.core import corpus
 
 if TYPE_CHECKING:
-    from tfpipe.core.source import FileSource
+    from tfpipe.core.files import FileSource
 
 CLASS_NAMES = ("am_tone", "buzz", "chirp_down", "chirp_up", "clicks", "fm_tone", "noise_band", "tone")
 MARKER = corpus.MARKER

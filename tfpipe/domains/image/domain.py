@@ -7,7 +7,8 @@ from typing import Any, Mapping, Sequence
 import tensorflow as tf
 
 from tfpipe.core.domain import Domain, check_stored_fields
-from tfpipe.core.source import register_domain, tf_paths
+from tfpipe.core.files import tf_paths
+from tfpipe.core.registry import register_domain
 from tfpipe.core.stage import Stage
 from tfpipe.domains.image import ops
 from tfpipe.domains.image.config import CHANNELS, ImageConfig
@@ -19,36 +20,32 @@ _STORED_FIELDS = ("height", "width", "eval_crop")
 SERVING_KEY = "image_bytes"  # "_bytes": TF Serving's REST API then takes {"b64": ...} values
 
 
-_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def image_stage_fns(config: ImageConfig, train: bool):
+def image_stage_fns(config: ImageConfig, train: bool, ratios: Sequence[int] = ops.JPEG_RATIOS,
+                    formats: Sequence[str] = ("JPEG", "PNG")):
     """read, decode, scale over ((path, file size, shape), label) elements, as `ImageDomain.file_table`
     makes them; tfpipe.bench times them one by one.
 
-    read fails, naming the file, when it is no longer the JPEG or PNG of the size the scan saw
-    (replaced or cut after the pipeline was built): decoding it would fail naming nothing.
-    decode crops at random from the shape the scan read (no header parse per epoch) and works
-    on one image (sizes differ until resized); scale on one or a batch.
+    read fails, naming the file, when it no longer has the size the scan saw (replaced or cut after
+    the pipeline was built): decoding it would fail naming nothing. decode crops at random from the
+    shape the scan read (no header parse per epoch), with only the decode scales and formats the
+    scan found possible (`ratios`, `formats`: one of each, no per-image branch), and works on one
+    image (sizes differ until resized); scale on one or a batch.
     """
 
     def read(file, label):
         path, size, shape = file
         contents = tf.io.read_file(path)
-        same = tf.logical_and(
-            tf.equal(tf.cast(tf.strings.length(contents), tf.int64), tf.cast(size, tf.int64)),
-            tf.logical_or(tf.io.is_jpeg(contents), tf.equal(tf.strings.substr(contents, 0, 8), _PNG_SIGNATURE)))
-        # raw Assert: tf.debugging.Assert wraps itself in a cond, a function call per example.
-        check = tf.raw_ops.Assert(condition=same, data=[tf.strings.join([
-            path, ": changed since the pipeline was built (no longer the JPEG or PNG of the size checked then: "
-                  "replaced or cut); build the dataset again (a new build_dataset or input_fn call) so the "
-                  "file is checked again"])])
+        # raw Assert with the path as data: tf.debugging.Assert wraps itself in a cond (a function call
+        # per example), and a joined message would be built for every image, not only a bad one.
+        check = tf.raw_ops.Assert(condition=tf.equal(tf.strings.length(contents), size), data=[path, tf.constant(
+            "changed since the pipeline was built (no longer the file of the size checked then: replaced or "
+            "cut); build the dataset again (a new build_dataset or input_fn call) so the file is checked again")])
         with tf.control_dependencies([check]):
             return (tf.identity(contents), shape), label
 
     def decode(file, label):
         contents, shape = file
-        return ops.preprocess(contents, config, train, shape), label
+        return ops.preprocess(contents, config, train, shape, ratios=ratios, formats=formats), label
 
     def scale(image, label):
         return {config.feature_key: ops.to_dtype(image, config.dtype, config.normalize)}, label
@@ -65,15 +62,31 @@ class ImageDomain(Domain):
     kind = "image"
 
     def file_table(self, paths: Sequence[str], config: ImageConfig) -> Any:
+        return self._table(paths, self._scan(paths, config))
+
+    def reading(self, paths: Sequence[str], config: ImageConfig, mode: str) -> tuple[Any, list[Stage]]:
+        """The file table and stages specialized to what the scan found: the formats present and the
+        decode scales the images' sizes allow (tiny images: one format, one scale, no branch)."""
+        scanned = self._scan(paths, config)
+        ratios = ops.usable_ratios([s.shape for s in scanned], config, mode == "train")
+        return self._table(paths, scanned), self.stages(config, mode, ratios, sorted({s.format for s in scanned}))
+
+    @staticmethod
+    def _scan(paths: Sequence[str], config: ImageConfig) -> Any:
         from tfpipe.domains.image.scan import scan_images  # PIL loads here only
 
-        scanned = scan_images(paths, config)  # every unusable file is named here, before training
-        return (tf_paths(paths), tf.constant([s.size for s in scanned], tf.int64),
+        return scan_images(paths, config)  # every unusable file is named here, before training
+
+    @staticmethod
+    def _table(paths: Sequence[str], scanned: Any) -> Any:
+        # Sizes as int32 (what tf.strings.length gives: no cast per image); max_pixels bounds them.
+        return (tf_paths(paths), tf.constant([s.size for s in scanned], tf.int32),
                 tf.constant([s.shape for s in scanned], tf.int32, shape=[len(scanned), CHANNELS]))
 
-    def stages(self, config: ImageConfig, mode: str) -> list[Stage]:
+    def stages(self, config: ImageConfig, mode: str, ratios: Sequence[int] = ops.JPEG_RATIOS,
+               formats: Sequence[str] = ("JPEG", "PNG")) -> list[Stage]:
         train = mode == "train"
-        read, decode, scale = image_stage_fns(config, train)
+        read, decode, scale = image_stage_fns(config, train, ratios, formats)
         # read (the encoded bytes) is deterministic, so a cache keeps it and the random crop and
         # flip of decode are drawn anew each epoch. Images differ in size until resized, so decode
         # runs per example; the dtype cast works on whole batches (batches are built from uint8).

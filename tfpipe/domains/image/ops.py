@@ -9,7 +9,8 @@ serving signature alike, so the three agree exactly. Images are uint8 RGB until
 from __future__ import annotations
 
 import functools
-from typing import Callable, Optional
+import math
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -24,7 +25,7 @@ _ASPECT_RANGE = (3 / 4, 4 / 3)  # train crops: the Inception/ResNet range
 _MAX_ATTEMPTS = 10  # sample_distorted_bounding_box tries; then it falls back to the whole image
 # libjpeg decodes at 1/2, 1/4 or 1/8 scale in its IDCT, far cheaper than decoding full size and
 # resizing; a scale is used only while the crop stays at least the output size (no upsampling).
-_JPEG_RATIOS = (8, 4, 2, 1)
+JPEG_RATIOS = (8, 4, 2, 1)
 
 Window = Callable[[tf.Tensor], tf.Tensor]  # [height, width, ...] -> [y, x, rows, columns], int32
 
@@ -49,7 +50,7 @@ def random_window(shape: tf.Tensor, min_area: float) -> tf.Tensor:
         bounding_boxes=tf.constant([[[0.0, 0.0, 1.0, 1.0]]]), min_object_covered=min_area,
         aspect_ratio_range=_ASPECT_RANGE, area_range=(min_area, 1.0), max_attempts=_MAX_ATTEMPTS,
         use_image_if_no_bounding_boxes=True)
-    return tf.stack([begin[0], begin[1], size[0], size[1]])
+    return tf.concat([begin[:2], size[:2]], 0)  # [y, x, rows, columns]: 3 ops (a stack of 4 slices is 5)
 
 
 def center_window(shape: tf.Tensor, height: int, width: int, fraction: float) -> tf.Tensor:
@@ -78,7 +79,8 @@ def image_shape(contents: tf.Tensor) -> tf.Tensor:
 
 def decode_and_crop(contents: tf.Tensor, window_fn: Window, min_size: tuple[int, int] = (1, 1), *,
                     shape: Optional[tf.Tensor] = None, scaled: bool = True, dct_method: str = "",
-                    fancy_upscaling: bool = True) -> tf.Tensor:
+                    fancy_upscaling: bool = True, ratios: Sequence[int] = JPEG_RATIOS,
+                    formats: Sequence[str] = ("JPEG", "PNG")) -> tf.Tensor:
     """Decodes only the window of an encoded JPEG or PNG: uint8 [rows, columns, 3].
 
     JPEG: `tf.io.decode_and_crop_jpeg` decodes just the window's blocks, at 1/2, 1/4 or
@@ -94,9 +96,17 @@ def decode_and_crop(contents: tf.Tensor, window_fn: Window, min_size: tuple[int,
       scaled: allow the reduced-scale decode.
       dct_method: JPEG inverse DCT ("" = TensorFlow's default, "INTEGER_FAST", "INTEGER_ACCURATE").
       fancy_upscaling: JPEG chroma upsampling by interpolation (TensorFlow's default).
+      ratios: the decode scales that can occur (what the scan found the images' sizes allow);
+        with one scale and one format there is no per-image branch at all.
+      formats: the formats that can occur ("JPEG", "PNG").
     """
     window = window_fn(image_shape(contents) if shape is None else shape)
-    ratios = _JPEG_RATIOS if scaled else (1,)
+    ratios = tuple(r for r in JPEG_RATIOS if r in ratios) if scaled else (1,)
+    jpeg = dict(channels=CHANNELS, dct_method=dct_method, fancy_upscaling=fancy_upscaling)
+    if "PNG" not in formats and ratios == (1,):
+        return tf.ensure_shape(tf.io.decode_and_crop_jpeg(contents, window, **jpeg), [None, None, CHANNELS])
+    if "JPEG" not in formats:
+        return tf.ensure_shape(crop(tf.io.decode_png(contents, channels=CHANNELS), window), [None, None, CHANNELS])
     # The largest ratio at which the window still covers min_size, and the window at that scale,
     # computed once: every op inside a branch is visited on every image, taken or not (~5 µs an op).
     ratio_tensor = tf.constant(ratios, tf.int32)
@@ -105,7 +115,6 @@ def decode_and_crop(contents: tf.Tensor, window_fn: Window, min_size: tuple[int,
     ratio = ratio_tensor[index]
     scaled_window = tf.concat([window[:2] // ratio, tf.maximum(window[2:] // ratio, 1)], 0)
     branch = tf.where(tf.io.is_jpeg(contents), 1 + index, 0)
-    jpeg = dict(channels=CHANNELS, dct_method=dct_method, fancy_upscaling=fancy_upscaling)
     # One flat switch of one-op branches (decode_png, not decode_image, whose nested conds made
     # every image pay for a function call).
     branches = [lambda: crop(tf.io.decode_png(contents, channels=CHANNELS), window)]
@@ -113,14 +122,52 @@ def decode_and_crop(contents: tf.Tensor, window_fn: Window, min_size: tuple[int,
     return tf.ensure_shape(tf.switch_case(branch, branches), [None, None, CHANNELS])
 
 
+def usable_ratios(shapes: Sequence[Sequence[int]], config: ImageConfig, train: bool) -> tuple[int, ...]:
+    """The JPEG decode scales worth a per-image branch for images of these [rows, columns, 3] shapes.
+
+    A scale r decodes a crop window r times smaller and is taken when that still covers the output
+    size. Any scale gives a correct image (1 always does), so this only decides which scales are
+    worth the branch that picks one (a function call per image): those that an eval crop (fixed per
+    image) reaches, or that a train crop of half the image's area reaches for some image. Tiny
+    images get (1,): no branch at all.
+    """
+    if not config.scaled_decode:
+        return (1,)
+    share = math.sqrt(0.5) if train else config.eval_crop
+    found = {1}
+    for rows, columns, _ in shapes:
+        reach = min(rows / config.height, columns / config.width) * share  # that window's side, in outputs
+        found.update(r for r in JPEG_RATIOS if reach >= r)
+    return tuple(r for r in JPEG_RATIOS if r in found)
+
+
 def random_flip(image: tf.Tensor) -> tf.Tensor:
     """Flips left-right with probability 1/2.
 
-    One ReverseV2 whose axis list is [1] or empty, not tf.image.random_flip_left_right's cond:
-    no branch, so no function call per image.
+    One ReverseV2 whose axis list is [1] or empty (range(1 + coin, 2)), not
+    tf.image.random_flip_left_right's cond: no branch, so no function call per image.
     """
-    flip = tf.random.uniform([]) < 0.5
-    return tf.reverse(image, tf.boolean_mask(tf.constant([1]), tf.reshape(flip, [1])))
+    return tf.reverse(image, tf.range(1 + tf.random.uniform([], 0, 2, tf.int32), 2))
+
+
+# [as is, mirrored] as crop boxes (numpy: a graph of its own, e.g. an Estimator's, makes its own constant).
+# The edges sit a hair inside the image: at exactly 0 or 1, float rounding can put the last sample
+# past the edge pixel, which crop_and_resize then fills with 0 (a black last row or column).
+_LO, _HI = 1e-5, 1.0 - 1e-5
+_FLIP_BOXES = np.array([[[_LO, _LO, _HI, _HI]], [[_LO, _HI, _HI, _LO]]], np.float32)
+
+
+def resize_and_flip(image: tf.Tensor, height: int, width: int) -> tf.Tensor:
+    """Bilinear resize to uint8 [height, width, 3], mirrored left-right with probability 1/2, in one op.
+
+    crop_and_resize samples a box whose left edge is right of its right edge in mirror order, so
+    the flip costs nothing beyond drawing the coin (the resize and flip separately were ~15 ops
+    an image, this is 7). Its box corners sit on the corner pixels' centres (align_corners), a
+    sub-pixel difference from `resize` that augmentation does not notice.
+    """
+    box = tf.gather(_FLIP_BOXES, tf.random.uniform([], 0, 2, tf.int32))
+    resized = tf.image.crop_and_resize(image[tf.newaxis], box, tf.zeros([1], tf.int32), [height, width])
+    return tf.cast(tf.round(resized[0]), tf.uint8)
 
 
 def resize(image: tf.Tensor, height: int, width: int) -> tf.Tensor:
@@ -140,22 +187,27 @@ def eval_window(config: ImageConfig) -> Window:
     return lambda shape: center_window(shape, config.height, config.width, config.eval_crop)
 
 
-def preprocess(contents: tf.Tensor, config: ImageConfig, train: bool, shape: Optional[tf.Tensor] = None) -> tf.Tensor:
+def preprocess(contents: tf.Tensor, config: ImageConfig, train: bool, shape: Optional[tf.Tensor] = None, *,
+               ratios: Sequence[int] = JPEG_RATIOS, formats: Sequence[str] = ("JPEG", "PNG")) -> tf.Tensor:
     """An encoded image -> uint8 [height, width, 3]: train = random crop (decoded alone), flip,
-    resize; eval = center crop, resize. `shape`: the image's [rows, columns, 3], if known."""
+    resize; eval = center crop, resize. `shape`: the image's [rows, columns, 3], if known;
+    `ratios`, `formats`: what can occur (decode_and_crop), where the up-front scan knows it."""
     window = train_window(config) if train else eval_window(config)
     image = decode_and_crop(contents, window, (config.height, config.width), shape=shape,
                             scaled=config.scaled_decode, dct_method=config.dct_method,
-                            fancy_upscaling=config.fancy_upscaling)
-    image = resize(image, config.height, config.width)
-    return random_flip(image) if train and config.flip else image
+                            fancy_upscaling=config.fancy_upscaling, ratios=ratios, formats=formats)
+    if train and config.flip:
+        return resize_and_flip(image, config.height, config.width)
+    return resize(image, config.height, config.width)
 
 
 def preprocess_decoded(image: tf.Tensor, config: ImageConfig, train: bool) -> tf.Tensor:
     """The same crop/flip/resize for an already decoded uint8 image (stored raw in shards)."""
     window = train_window(config) if train else eval_window(config)
-    image = resize(crop(image, window(tf.shape(image))), config.height, config.width)
-    return random_flip(image) if train and config.flip else image
+    image = crop(image, window(tf.shape(image)))
+    if train and config.flip:
+        return resize_and_flip(image, config.height, config.width)
+    return resize(image, config.height, config.width)
 
 
 def to_dtype(images: tf.Tensor, dtype: str, normalized: bool = False) -> tf.Tensor:

@@ -1,14 +1,21 @@
-"""The recipe an expert writes by hand: tensorflow/models' ResNet ImageNet preprocessing over a folder.
+"""The image domain's reference recipes: what its users write instead of tfpipe, timed beside it.
 
-It is here to be measured against (`tfpipe bench`'s tf-models variant), written the way
-users of tensorflow/models write it (official/legacy/image_classification/resnet/
+`keras_recipe`, what a Keras user writes: image_dataset_from_directory + augmentation + prefetch,
+written the way the Keras guides write it (`tfpipe bench`'s keras variant), with tfpipe's
+augmentation so the two produce the same kind of batches: Keras decodes every file whole and
+resizes it to a load size (its `image_size`), then the map crops, flips and resizes that.
+tfpipe's chain instead decodes only the crop of a JPEG, at a reduced scale where possible, and
+batches bytes.
+
+`tf_models_recipe`, what an expert writes by hand: tensorflow/models' ResNet ImageNet
+preprocessing over a folder (`tfpipe bench`'s tf-models variant), written the way users of
+tensorflow/models write it (official/legacy/image_classification/resnet/
 imagenet_preprocessing.py): list the files, shuffle, repeat, one map(AUTOTUNE) that reads a
 file, draws `sample_distorted_bounding_box` from the JPEG header, decodes only that crop
 (`decode_and_crop_jpeg`), flips and resizes to float32, then batch and prefetch. Eval:
 decode the whole image, resize its shorter side, center crop. Same signature as
-`tfpipe.domains.image.keras.keras_recipe`, and the same output (config's size, dtype and
-normalization), so the two and tfpipe's chain are compared at equal output. Like the
-recipe, it reads JPEG files only.
+`keras_recipe`, and the same output (config's size, dtype and normalization), so the two and
+tfpipe's chain are compared at equal output. Like the recipe, it reads JPEG files only.
 """
 
 from __future__ import annotations
@@ -27,6 +34,52 @@ _AREA_RANGE = (0.08, 1.0)  # the Inception/ResNet crop distribution
 _ASPECT_RANGE = (3 / 4, 4 / 3)
 _MIN_OBJECT_COVERED = 0.1  # as imagenet_preprocessing.py
 _MAX_ATTEMPTS = 100
+
+
+def keras_recipe(data_dir: str, config: Optional[ImageConfig] = None, batch_size: int = 64,
+                 seed: Optional[int] = None, *, mode: str = "train",
+                 epochs: Optional[int] = None) -> tf.data.Dataset:
+    """`tf.keras.utils.image_dataset_from_directory` with the same crops and flips, prefetched.
+
+    Args:
+      data_dir: a folder with one subfolder per class.
+      config: output size, dtype and augmentation (default ImageConfig()); images load at
+        `config.stored_size` (the eval crop's need, as a Keras user picks a load size), then are
+        cropped to (height, width).
+      batch_size: examples per batch.
+      seed: shuffle seed (None: a new order every run).
+      mode: "train" (shuffled, random crop and flip, endless unless `epochs`) or "eval"
+        (ordered, center crop, one pass).
+      epochs: train: stop after this many passes.
+
+    Returns:
+      A dataset of ({"image": [batch, height, width, 3]}, int64 labels [batch]).
+    """
+    config = config or ImageConfig()
+    train = mode == "train"
+    if not os.path.isdir(data_dir):
+        raise ValueError(f"{data_dir}: not a folder; keras_recipe reads a folder with one subfolder per class")
+    # Unbatched, so each image gets its own crop, as in the Keras augmentation guides.
+    ds = tf.keras.utils.image_dataset_from_directory(
+        data_dir, labels="inferred", label_mode="int", color_mode="rgb", batch_size=None,
+        image_size=config.stored_size, shuffle=train, seed=seed)
+    window = ops.train_window(config) if train else ops.eval_window(config)
+
+    def augment(image, label):
+        image = tf.cast(tf.clip_by_value(tf.round(image), 0.0, 255.0), tf.uint8)  # Keras loads float 0..255
+        image = ops.resize(ops.crop(image, window(tf.shape(image))), config.height, config.width)
+        if train and config.flip:
+            image = ops.random_flip(image)
+        return image, tf.cast(label, tf.int64)
+
+    if train:
+        ds = ds.repeat(epochs)
+    ds = ds.map(augment, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.batch(batch_size, drop_remainder=train)
+    ds = ds.map(lambda images, labels: ({config.feature_key: ops.to_dtype(images, config.dtype, config.normalize)},
+                                        labels),
+                num_parallel_calls=tf.data.AUTOTUNE)
+    return ds.prefetch(tf.data.AUTOTUNE)
 
 
 def tf_models_recipe(data_dir: str, config: Optional[ImageConfig] = None, batch_size: int = 64,

@@ -24,7 +24,7 @@ from typing import NamedTuple, Sequence
 from PIL import Image, UnidentifiedImageError
 
 from tfpipe.core import filesystem as fs
-from tfpipe.core.files import FileProblem, check_files
+from tfpipe.core.checks import FileProblem, check_files
 from tfpipe.domains.image.config import CHANNELS, ImageConfig
 
 ONLINE_FORMATS = ("JPEG", "PNG")  # what the TF decoders in ops read by content

@@ -27,7 +27,7 @@ from tqdm import tqdm
 from tfpipe.core import corpus
 
 if TYPE_CHECKING:
-    from tfpipe.core.source import FileSource
+    from tfpipe.core.files import FileSource
 
 CLASS_NAMES = ("checker", "circle", "cross", "ring", "square", "stripes_h", "stripes_v", "triangle")
 MARKER = corpus.MARKER

@@ -17,7 +17,7 @@ STEPS = 12
 
 def _run_workers(data, tmp_path, timeout=150):
     """Runs two worker processes of this file under one TF_CONFIG cluster; returns their results."""
-    from tfpipe.service_bench import free_ports
+    from tfpipe.service.bench import free_ports
 
     ports = free_ports(2)
     cluster = {"worker": [f"localhost:{p}" for p in ports]}

@@ -36,8 +36,8 @@ from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
-from tfpipe import wait
-from tfpipe.wait import WaitStats
+from tfpipe.train import wait
+from tfpipe.train.wait import WaitStats
 
 # Ops that hand a train step its batch: tf.data iterators (MultiDevice: per replica) and queues.
 _INPUT_OPS = frozenset({"IteratorGetNext", "IteratorGetNextSync", "MultiDeviceIteratorGetNextFromShard",

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from tfpipe.config import PipelineConfig
 from tfpipe.domains.audio.config import AudioConfig
-from tfpipe.estimator import make_input_fn
+from tfpipe.train.estimator import make_input_fn
 
 FEAT = AudioConfig(clip_seconds=0.25)
 

@@ -15,8 +15,9 @@ import tensorflow as tf
 from tfpipe.config import PipelineConfig
 from tfpipe.core import ledger
 from tfpipe.core.chain import build, check_args
-from tfpipe.core.source import Data, find, get_domain
-from tfpipe.estimator_wait import InputWaitHook  # noqa: F401  (public here: tfpipe.estimator.InputWaitHook)
+from tfpipe.core.registry import get_domain
+from tfpipe.core.source import Data, find
+from tfpipe.train.wait_hook import InputWaitHook  # noqa: F401  (public here: tfpipe.estimator.InputWaitHook)
 
 _LOG = logging.getLogger("tfpipe")
 
@@ -66,15 +67,17 @@ def make_input_fn(data: Data, mode: str = "train", pipeline: Optional[PipelineCo
         if params and params.get("batch_size"):
             chain = dataclasses.replace(chain, batch_size=int(params["batch_size"]))
         source = find(data)
-        start = resume_position(source, chain, input_context, getattr(config, "model_dir", None)) if resume else None
+        seed = chain.seed if chain.seed is not None else 0  # the same order at every call
+        start = (resume_position(source, chain, input_context, getattr(config, "model_dir", None), seed)
+                 if resume else None)
         return build(source, mode, chain, features, input_context, start_example=start,
-                     allow_device_prefetch=False, **kwargs)
+                     seed=seed if resume else None, allow_device_prefetch=False, **kwargs)
 
     return input_fn
 
 
 def resume_position(source: Any, pipeline: PipelineConfig, input_context: Optional[tf.distribute.InputContext],
-                    model_dir: Optional[str]) -> int:
+                    model_dir: Optional[str], seed: int = 0) -> int:
     """The train stream position (in examples) where the latest checkpoint in model_dir stopped; recorded."""
     # Each step takes one batch per replica this pipeline feeds.
     per_step = max(1, input_context.num_replicas_in_sync // input_context.num_input_pipelines) if input_context else 1
@@ -84,7 +87,7 @@ def resume_position(source: Any, pipeline: PipelineConfig, input_context: Option
     step = checkpoint_step(model_dir)
     now = ledger.Entry(step, 0, pipeline.batch_size, per_step,
                        ledger.fingerprint([str(p) for p in source.paths], counts),
-                       sum(counts[pipeline_id::pipelines]))
+                       sum(counts[pipeline_id::pipelines]), seed)
     resumed = ledger.resume_position(model_dir, pipeline_id, step, now)
     if resumed.note:
         _LOG.warning(resumed.note)
@@ -116,7 +119,7 @@ def serving_input_receiver_fn(features: Any = None, *, domain: Optional[str] = N
       A zero-argument function for `Estimator.export_saved_model` or
       `tf.estimator.FinalExporter`, returning a `tf.estimator.export.ServingInputReceiver`.
     """
-    from tfpipe.core.source import domains
+    from tfpipe.core.registry import domains
 
     if domain is None:
         domain = next((d.name for d in domains().values() if isinstance(features, d.config_class)), "audio")

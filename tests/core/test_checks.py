@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from tfpipe.core.files import FileProblem, check_files
+from tfpipe.core.checks import FileProblem, check_files
 from tfpipe.errors import DataError
 
 

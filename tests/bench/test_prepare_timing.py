@@ -1,4 +1,4 @@
-"""bench/prepare.py: `tfpipe bench --prepare` times write_shards per worker count (real writes)."""
+"""bench/prepare_timing.py: `tfpipe bench --prepare` times write_shards per worker count (real writes)."""
 
 import json
 

@@ -1,10 +1,10 @@
-"""tfpipe.ports: a taken port is refused before a server (or TensorFlow) starts."""
+"""tfpipe.service.ports: a taken port is refused before a server (or TensorFlow) starts."""
 
 import socket
 
 import pytest
 
-from tfpipe.ports import check_port_free
+from tfpipe.service.ports import check_port_free
 
 
 def test_a_listening_port_is_refused_with_how_to_find_its_process_and_a_free_one_passes():

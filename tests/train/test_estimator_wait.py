@@ -14,8 +14,8 @@ import tensorflow as tf
 from tests.support import make_corpus
 from tfpipe.config import PipelineConfig
 from tfpipe.domains.audio.config import AudioConfig
-from tfpipe.estimator import InputWaitHook, make_input_fn
-from tfpipe.wait import verdict
+from tfpipe.train.estimator import InputWaitHook, make_input_fn
+from tfpipe.train.wait import verdict
 
 BATCH = 8
 
@@ -163,7 +163,7 @@ import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import tfpipe
-from tfpipe.estimator import InputWaitHook, make_input_fn, train_distribute
+from tfpipe.train.estimator import InputWaitHook, make_input_fn, train_distribute
 
 data, model_dir = sys.argv[1], sys.argv[2]
 pipe = tfpipe.PipelineConfig.optimized(batch_size=3, seed=1)

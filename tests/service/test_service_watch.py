@@ -1,11 +1,12 @@
-"""service_watch.py: the consumer's watch over a tf.data service's workers (real servers on localhost)."""
+"""service/watch.py: the consumer's watch over a tf.data service's workers (real servers on localhost)."""
 
-from tfpipe import service, service_watch
+from tfpipe.service import servers
+from tfpipe.service import watch as service_watch
 
 
 def test_the_worker_watch_names_a_worker_that_stops_and_comes_back():
-    dispatcher = service.start_dispatcher()
-    workers = [service.start_worker(dispatcher.target) for _ in range(2)]
+    dispatcher = servers.start_dispatcher()
+    workers = [servers.start_worker(dispatcher.target) for _ in range(2)]
     try:
         host, port = dispatcher.target.split("://")[1].rsplit(":", 1)
         watch = service_watch.WorkerWatch(host, int(port))
@@ -16,7 +17,7 @@ def test_the_worker_watch_names_a_worker_that_stops_and_comes_back():
         said = watch.look()
         assert len(said) == 1 and said[0].startswith(f"tfpipe: tf.data service worker {gone} stopped answering")
         assert watch.look() == []  # said once
-        workers[1] = service.start_worker(dispatcher.target, int(gone.rsplit(":", 1)[1]))
+        workers[1] = servers.start_worker(dispatcher.target, int(gone.rsplit(":", 1)[1]))
         assert watch.look() == [f"tfpipe: tf.data service worker {gone} answers again"]
     finally:
         for server in workers + [dispatcher]:

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from tfpipe import wait
-from tfpipe.wait import WaitStats
+from tfpipe.train import wait
+from tfpipe.train.wait import WaitStats
 
 
 def test_stats_add_up_steps_and_derive_share_rate_and_the_most_a_faster_pipeline_can_gain():
@@ -59,6 +59,6 @@ def test_lines_go_to_the_tfpipe_logger_unless_a_report_function_is_given(caplog)
 
 
 def test_the_module_loads_without_tensorflow():
-    code = "import sys, tfpipe.wait; print('tensorflow' in sys.modules)"
+    code = "import sys, tfpipe.train.wait; print('tensorflow' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -1,10 +1,11 @@
-"""The recipe a Keras user writes instead of tfpipe: audio_dataset_from_directory + log-mel map + prefetch.
+"""The audio domain's reference recipes: what its users write instead of tfpipe, timed beside it.
 
+`keras_recipe`, what a Keras user writes: audio_dataset_from_directory + log-mel map + prefetch.
 It is here to be measured against (`tfpipe bench`'s keras variant), written the way the
 Keras guides write it, with tfpipe's own log-mel function so the two produce the same
 features: Keras reads and decodes whole batches of wavs in its loader, then one parallel
-map computes the features. Same signature as the image domain's `keras_recipe`, so the
-bench finds either one by the domain's package.
+map computes the features. Same signature as the image domain's recipes
+(`tfpipe.domains.image.recipes`), so the bench finds each one by the domain's package.
 """
 
 from __future__ import annotations

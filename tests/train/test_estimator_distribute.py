@@ -10,7 +10,7 @@ import sys
 import tensorflow as tf
 
 import tfpipe
-from tfpipe.estimator import train_distribute
+from tfpipe.train.estimator import train_distribute
 
 _SCRIPT = r"""
 import os, sys, json
@@ -19,7 +19,7 @@ import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import tfpipe
-from tfpipe.estimator import make_input_fn, train_distribute
+from tfpipe.train.estimator import make_input_fn, train_distribute
 
 data, model_dir = sys.argv[1], sys.argv[2]
 feat = tfpipe.AudioConfig(clip_seconds=0.25)

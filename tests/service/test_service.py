@@ -13,10 +13,12 @@ import pytest
 import tensorflow as tf
 
 from tests.support import make_corpus
-from tfpipe import service, service_bench
+from tfpipe.service import bench as service_bench
+from tfpipe.service import client as service
+from tfpipe.service import servers as service_servers
 from tfpipe.config import PipelineConfig
 from tfpipe.domains.audio.config import AudioConfig
-from tfpipe.estimator import make_input_fn
+from tfpipe.train.estimator import make_input_fn
 from tfpipe.core.chain import build_dataset
 from tfpipe.core.graph import dataset_ops
 from tfpipe.storage.writer import write_shards
@@ -27,8 +29,8 @@ FEAT = AudioConfig(clip_seconds=0.25)
 @pytest.fixture
 def servers():
     """A dispatcher and two workers in this process; yields the dispatcher's grpc:// address."""
-    dispatcher = service.start_dispatcher()
-    workers = [service.start_worker(dispatcher.target) for _ in range(2)]
+    dispatcher = service_servers.start_dispatcher()
+    workers = [service_servers.start_worker(dispatcher.target) for _ in range(2)]
     yield dispatcher.target
     for server in workers + [dispatcher]:
         server.stop()
@@ -159,10 +161,10 @@ def test_cli_servers_serve_an_epoch_and_stop_cleanly_on_ctrl_c_and_sigterm(corpu
 _IPV6_WORKER = """
 import sys
 import tensorflow as tf
-from tfpipe import service
-dispatcher = service.start_dispatcher()
+from tfpipe.service import servers
+dispatcher = servers.start_dispatcher()
 port = dispatcher.target.rsplit(":", 1)[1]
-worker = service.start_worker(f"[::1]:{port}")  # an IPv6 literal must keep its brackets
+worker = servers.start_worker(f"[::1]:{port}")  # an IPv6 literal must keep its brackets
 ds = tf.data.Dataset.range(10).apply(tf.data.experimental.service.distribute("parallel_epochs", dispatcher.target))
 print(sorted(int(x) for x in ds))
 """

@@ -18,9 +18,10 @@ import time
 
 import pytest
 
-from tfpipe import service
+from tfpipe.service import client as service
+from tfpipe.service import servers
 from tfpipe.errors import DataError
-from tfpipe.service_bench import free_ports
+from tfpipe.service.bench import free_ports
 from tests.support import SAYS_IF_TF_LOADED
 
 CLI = [sys.executable, "-m", "tfpipe.cli", "serve"]
@@ -52,8 +53,8 @@ def http_server():
 @pytest.fixture(scope="module")
 def dispatcher():
     """A real dispatcher and worker in this process; yields the dispatcher (port: int(target's tail))."""
-    d = service.start_dispatcher()
-    w = service.start_worker(d.target)
+    d = servers.start_dispatcher()
+    w = servers.start_worker(d.target)
     yield d, w
     w.stop()
     d.stop()
@@ -146,8 +147,8 @@ def test_distribute_checks_the_dispatcher_after_the_config():
 
     # Servers of its own: a worker that served a job takes ~20 s to stop a minute later (TensorFlow's
     # own wait), which the module's servers would add to the suite.
-    d = service.start_dispatcher()
-    w = service.start_worker(d.target)
+    d = servers.start_dispatcher()
+    w = servers.start_worker(d.target)
     try:
         ds = service.distribute(tf.data.Dataset.range(4), PipelineConfig.optimized(data_service=d.target))
         assert sorted(int(x) for x in ds) == [0, 1, 2, 3]
@@ -223,21 +224,21 @@ def test_start_dispatcher_and_start_worker_refuse_a_taken_port(dispatcher):
     d, w = dispatcher
     for port in (_port(d), w._server.bound_port()):  # pylint: disable=protected-access
         with pytest.raises(ValueError, match=rf"port {port} is already in use"):
-            service.start_dispatcher(port)
+            servers.start_dispatcher(port)
         with pytest.raises(ValueError, match=rf"port {port} is already in use"):
-            service.start_worker(d.target, port)
+            servers.start_worker(d.target, port)
     service.check_dispatcher(d.target)  # and the dispatcher is still the one answering there
 
 
 def test_a_plain_socket_on_the_port_counts_as_taken():
     with silent_listener() as port:
         with pytest.raises(ValueError, match=rf"port {port} is already in use"):
-            service.start_dispatcher(port)
+            servers.start_dispatcher(port)
 
 
 def test_a_free_port_given_explicitly_still_works():
     port = free_ports(1)[0]
-    d = service.start_dispatcher(port)
+    d = servers.start_dispatcher(port)
     try:
         assert _port(d) == port
         service.check_dispatcher(f"localhost:{port}")

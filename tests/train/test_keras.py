@@ -1,4 +1,4 @@
-"""tfpipe.keras: InputWaitCallback in real `fit` runs, and the validation split over files."""
+"""tfpipe.keras (tfpipe/train/keras.py): InputWaitCallback in real `fit` runs, and the validation split over files."""
 
 import json
 import os
@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import tfpipe
-from tfpipe.keras import InputWaitCallback, split_datasets
+from tfpipe.train.keras import InputWaitCallback, split_datasets
 
 BATCH = 8
 
@@ -120,7 +120,7 @@ os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import numpy as np, tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from tfpipe.keras import InputWaitCallback
+from tfpipe.train.keras import InputWaitCallback
 
 x = np.random.default_rng(0).random((48, 4), np.float32)
 ds = tf.data.Dataset.from_tensor_slices((x, (x[:, 0] > 0.5).astype(np.int64))).batch(8)  # global batch

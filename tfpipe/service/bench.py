@@ -26,7 +26,7 @@ from tfpipe.config import PipelineConfig
 from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.core.chain import build_dataset
 from tfpipe.core.source import Data
-from tfpipe.service import start_dispatcher
+from tfpipe.service.servers import start_dispatcher
 
 _service = tf.data.experimental.service
 

@@ -1,9 +1,9 @@
-"""tf.data service: run a pipeline's expensive part on a dispatcher + workers.
+"""tf.data service, the consumer's side: run a pipeline's expensive part on a dispatcher + workers.
 
 tfpipe builds no cluster of its own. `distribute` hands the batched, featurized chain to
 TensorFlow's tf.data service, so only the prefetch runs in the training process (which
-watches the workers: tfpipe.service_watch); `run_dispatcher` / `run_worker` are the
-servers behind `tfpipe serve`.
+watches the workers: tfpipe.service.watch); `check_dispatcher` asks first whether a
+dispatcher answers. The servers behind `tfpipe serve` are in tfpipe.service.servers.
 
 The service has no authentication and its servers listen on every interface of
 the host (TF 2.15 has no bind-address option): run it on a trusted network only.
@@ -12,21 +12,19 @@ the host (TF 2.15 has no bind-address option): run it on a trusted network only.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import threading
 import time
-from typing import Any, Callable, Optional, TextIO
+from typing import Optional
 from urllib.parse import urlsplit
 
 import tensorflow as tf
 
-from tfpipe import service_watch
 from tfpipe.config import PipelineConfig
 from tfpipe.core.graph import walk
-from tfpipe.core.plugins import register_distributor
+from tfpipe.core.registry import register_distributor
 from tfpipe.errors import DataError
-from tfpipe.ports import check_port_free
+from tfpipe.service import watch as service_watch
 
 _service = tf.data.experimental.service
 _PROCESSING_MODES = {
@@ -35,7 +33,6 @@ _PROCESSING_MODES = {
 }
 # Ops that call back into this process's Python: a service worker cannot run them.
 _PYTHON_OPS = ("PyFunc", "EagerPyFunc", "PyFuncStateless")
-_LOOPBACK = ("localhost", "127.0.0.1", "::1")  # hostnames as urlsplit gives them (no brackets)
 # How long a consumer (or a worker that found something listening) waits for a dispatcher to answer:
 # long enough for one that is still starting (TensorFlow loads in ~5 s), short enough to be a clear
 # failure. TensorFlow's own client has no timeout: it retries for an hour, deaf to Ctrl-C.
@@ -85,7 +82,7 @@ def distribute(ds: tf.data.Dataset, pipeline: PipelineConfig) -> tf.data.Dataset
     _check_runnable_remotely(ds, pipeline)
     if "://" not in pipeline.data_service or pipeline.data_service.startswith("grpc://"):
         check_dispatcher(pipeline.data_service)  # TensorFlow would block here for an hour, silently
-        service_watch.watch(*_split_address(pipeline.data_service))
+        service_watch.watch(*split_address(pipeline.data_service))
     return ds.apply(_service.distribute(processing_mode=mode, service=pipeline.data_service,
                                         job_name=pipeline.data_service_job or None))
 
@@ -128,8 +125,8 @@ def check_dispatcher(address: str, timeout: float = DISPATCHER_WAIT_SECONDS, *, 
       ValueError: `address` is not HOST:PORT.
       DataError: no dispatcher answered, naming the address, what answered and the fix.
     """
-    host, port = _split_address(address)
-    where = _host_port(host, port)
+    host, port = split_address(address)
+    where = host_port(host, port)
     deadline = time.monotonic() + timeout
     while True:
         found, detail = _ask_dispatcher(host, port, max(0.1, min(_ATTEMPT_SECONDS, deadline - time.monotonic())))
@@ -163,7 +160,7 @@ def _ask_dispatcher(host: str, port: int, seconds: float) -> tuple[str, str]:
     import grpc  # a TensorFlow dependency; loaded only when a service is used
 
     # No proxy: the TCP connect above went direct, and a proxy would turn "nothing here" into its answer.
-    with grpc.insecure_channel(_host_port(host, port), options=[("grpc.enable_http_proxy", 0)]) as channel:
+    with grpc.insecure_channel(host_port(host, port), options=[("grpc.enable_http_proxy", 0)]) as channel:
         try:
             channel.unary_unary(_GET_VERSION)(b"", timeout=seconds)  # empty GetVersionRequest
             return "dispatcher", ""
@@ -172,63 +169,15 @@ def _ask_dispatcher(host: str, port: int, seconds: float) -> tuple[str, str]:
             return ("other" if e.code() == grpc.StatusCode.UNIMPLEMENTED else "silent"), detail
 
 
-# --- servers ---------------------------------------------------------------------------------
+# --- addresses ---------------------------------------------------------------------------------
 
 
-def start_dispatcher(port: int = 0, work_dir: Optional[str] = None, *,
-                     worker_timeout_ms: Optional[int] = None) -> _service.DispatchServer:
-    """Starts a dispatcher in this process and returns it (`.target` is its grpc:// address).
-
-    Args:
-      port: port to listen on (0: any free port). The server listens on all interfaces.
-      work_dir: if set, the dispatcher journals its state there and recovers it
-        after a restart (fault-tolerant mode).
-      worker_timeout_ms: how long a silent worker counts as alive (None: TensorFlow's default).
-
-    Raises:
-      ValueError: `port` is taken (gRPC would share it silently; see tfpipe.ports.check_port_free).
-    """
-    check_port_free(port)
-    if work_dir:
-        os.makedirs(work_dir, exist_ok=True)
-    config = _service.DispatcherConfig(port=port, work_dir=work_dir or None,
-                                       fault_tolerant_mode=bool(work_dir),
-                                       worker_timeout_ms=worker_timeout_ms)
-    return _service.DispatchServer(config)
-
-
-def start_worker(dispatcher_address: str, port: int = 0, *,
-                 worker_host: Optional[str] = None) -> _service.WorkerServer:
-    """Starts a worker in this process that registers with the dispatcher.
-
-    Args:
-      dispatcher_address: "HOST:PORT" (or "grpc://HOST:PORT") of the dispatcher.
-      port: port to listen on (0: any free port). The server listens on all interfaces.
-      worker_host: the name consumers use to reach this worker; default: "localhost"
-        when the dispatcher is on this host, else this machine's hostname.
-
-    Raises:
-      ValueError: a malformed address, or `port` is taken.
-    """
-    host, dispatcher_port = _split_address(dispatcher_address)
-    check_port_free(port)
-    config = _service.WorkerConfig(dispatcher_address=_host_port(host, dispatcher_port),
-                                   worker_address=_host_port(_worker_host(host, worker_host), "%port%"),
-                                   port=port)
-    return _service.WorkerServer(config)
-
-
-def _worker_host(dispatcher_host: str, worker_host: Optional[str]) -> str:
-    """The name a worker gives consumers: "localhost" would send remote consumers to themselves."""
-    return worker_host or ("localhost" if dispatcher_host in _LOOPBACK else socket.gethostname())
-
-
-def _host_port(host: str, port: object) -> str:
+def host_port(host: str, port: object) -> str:
     """'host:port', with an IPv6 literal in brackets ('[::1]:5050')."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def _split_address(address: str) -> tuple[str, int]:
+def split_address(address: str) -> tuple[str, int]:
     """(host, port) from 'HOST:PORT' or 'grpc://HOST:PORT', or ValueError naming the fix."""
     parts = urlsplit(address if "://" in address else f"grpc://{address}")
     try:
@@ -238,111 +187,3 @@ def _split_address(address: str) -> tuple[str, int]:
     if not parts.hostname or port is None:
         raise ValueError(f"dispatcher address {address!r}: expected HOST:PORT, e.g. localhost:5050")
     return parts.hostname, port
-
-
-def run_dispatcher(port: int, work_dir: Optional[str] = None, *, worker_timeout_ms: Optional[int] = None,
-                   out: Optional[TextIO] = None, stop: Optional[threading.Event] = None) -> None:
-    """Runs a dispatcher until Ctrl-C / SIGTERM (or `stop` is set), printing how to connect.
-
-    Args:
-      port: port to listen on (0: any free port; the status line names it).
-      work_dir: journal folder for restart recovery (see start_dispatcher).
-      worker_timeout_ms: how long a silent worker counts as alive.
-      out: where the status lines go (default stdout).
-      stop: set it to stop the server (for callers that run this in a thread).
-
-    Raises:
-      ValueError: `port` is taken.
-    """
-
-    def status(server: _service.DispatchServer) -> list[str]:
-        bound, host = int(server.target.rsplit(":", 1)[1]), socket.gethostname()
-        return [f"tfpipe dispatcher: port {bound} (all interfaces), pid {os.getpid()}"
-                + (f", state journal {work_dir}" if work_dir else ""),
-                f"  workers:   tfpipe serve worker --dispatcher {host}:{bound} --port PORT",
-                f"  consumers: --data_service=grpc://{host}:{bound}   "
-                f"(on this machine: --data_service=grpc://localhost:{bound})",
-                _NO_AUTH]
-
-    _serve(lambda: start_dispatcher(port, work_dir, worker_timeout_ms=worker_timeout_ms), status, out, stop)
-
-
-def run_worker(dispatcher_address: str, port: int, *, worker_host: Optional[str] = None,
-               out: Optional[TextIO] = None, stop: Optional[threading.Event] = None) -> None:
-    """Runs a worker until Ctrl-C / SIGTERM (or `stop` is set), printing its address.
-
-    Waits (interruptibly) for the dispatcher to accept connections first, then checks that
-    a dispatcher answers there: TensorFlow's worker start blocks, deaf to Ctrl-C, until it has
-    registered, so it must only start once one does.
-
-    Args:
-      dispatcher_address: "HOST:PORT" of the dispatcher.
-      port: port to listen on (0: any free port).
-      worker_host: the name consumers use to reach this worker (see start_worker).
-      out: where the status lines go (default stdout).
-      stop: set it to stop the server.
-
-    Raises:
-      ValueError: `port` is taken or the address is malformed.
-      DataError: something other than a dispatcher answers at `dispatcher_address`.
-    """
-    host, dispatcher_port = _split_address(dispatcher_address)
-    check_port_free(port)  # before waiting: a taken port would fail only after the dispatcher is up
-
-    def wait_for_dispatcher(stopping: threading.Event) -> None:
-        if not service_watch.accepts_connections(host, dispatcher_port):
-            print(f"tfpipe worker: waiting for the dispatcher at {_host_port(host, dispatcher_port)} "
-                  f"(nothing listens there yet; Ctrl-C stops)", file=out, flush=True)
-            while not service_watch.accepts_connections(host, dispatcher_port):
-                if stopping.wait(0.5):
-                    return
-        # Something listens: it must answer as a dispatcher, else TensorFlow's start would hang for good.
-        check_dispatcher(dispatcher_address, flag="--dispatcher", stop=stopping)
-
-    def status(server: _service.WorkerServer) -> list[str]:
-        bound = server._server.bound_port()  # pylint: disable=protected-access
-        advertised = _host_port(_worker_host(host, worker_host), bound)
-        dispatcher = _host_port(host, dispatcher_port)
-        return [f"tfpipe worker: port {bound} (all interfaces), pid {os.getpid()}, registered with "
-                f"dispatcher {dispatcher}; consumers fetch from {advertised}", _NO_AUTH]
-
-    _serve(lambda: start_worker(dispatcher_address, port, worker_host=worker_host), status, out, stop,
-           before=wait_for_dispatcher)
-
-
-_NO_AUTH = "  no authentication: keep this port reachable from a trusted network only. Ctrl-C stops."
-
-
-def _serve(start: Callable[[], Any], status: Callable[[Any], list[str]], out: Optional[TextIO],
-           stop: Optional[threading.Event],
-           before: Optional[Callable[[threading.Event], None]] = None) -> None:
-    """Starts a server, prints its status, waits for Ctrl-C / SIGTERM / `stop`, then stops it."""
-    stop = stop or threading.Event()
-    restore = _stop_on_signals(stop.set)
-    server = None
-    try:
-        if before:
-            before(stop)
-        if not stop.is_set():
-            server = start()
-            print("\n".join(status(server)), file=out, flush=True)
-        while not stop.wait(0.5):  # short waits keep the main thread responsive to signals
-            pass
-    finally:
-        if server is not None:
-            server.stop()
-        restore()
-    print("stopped", file=out, flush=True)  # not after an error: that is reported instead
-
-
-def _stop_on_signals(callback: Callable[[], None]) -> Callable[[], None]:
-    """Calls `callback` on SIGINT/SIGTERM (main thread only); returns what restores the old handlers."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    old = {sig: signal.signal(sig, lambda *_: callback()) for sig in (signal.SIGINT, signal.SIGTERM)}
-
-    def restore() -> None:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-
-    return restore

@@ -12,11 +12,11 @@ from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
-from tfpipe import wait
 from tfpipe.config import PipelineConfig
 from tfpipe.core.chain import build_dataset
 from tfpipe.core.source import find
-from tfpipe.wait import WaitStats
+from tfpipe.train import wait
+from tfpipe.train.wait import WaitStats
 
 
 def split_datasets(data: Any, validation_split: float = 0.2, pipeline: Optional[PipelineConfig] = None,
