@@ -23,7 +23,7 @@ from typing import IO, Callable, Iterable, NamedTuple, Optional, Sequence, TypeV
 
 from tfpipe.core.gfile_io import GFileIO, TextWriter, as_os_error
 from tfpipe.core.paths import (OBJECT_STORES, abspath, bucket, common_folder, dirname, is_remote, join,  # noqa: F401
-                               local, realpath, relpath, scheme, store_name)
+                               local, normjoin, realpath, relpath, scheme, store_name)
 from tfpipe.errors import DataError
 
 T = TypeVar("T")

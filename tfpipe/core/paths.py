@@ -62,6 +62,15 @@ def dirname(path: str) -> str:
     return head + rest.rpartition("/")[0] if "/" in rest else head + rest
 
 
+def normjoin(base: str, name: str) -> str:
+    """base/name with ".." resolved; a name that is itself absolute or remote stands alone."""
+    if is_remote(name):
+        return abspath(name)
+    if not is_remote(base):
+        return os.path.normpath(os.path.join(base, name))
+    return abspath(posixpath.join(base, name))
+
+
 def relpath(path: str, start: str) -> str:
     if not is_remote(path):
         return os.path.relpath(path, start)
