@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 from typing import Any, Optional, Sequence, Union
 
 import tfpipe
+from tfpipe.core import filesystem as fs
 from tfpipe.domains.audio import synthetic
 from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.domains.image import synthetic as image_synthetic
@@ -70,14 +72,16 @@ def prepare_data(data: Union[None, str, FileSource], eval_data: Optional[str], e
     Raises:
       ValueError / tfpipe.DataError: unusable data, naming the file and the fix.
     """
+    # The synthetic corpus is written by soundfile and PIL, to a local folder (beside a remote work_dir).
+    local_dir = work_dir if not fs.is_remote(work_dir) else os.path.join(tempfile.gettempdir(), "tfpipe-demo")
     if data is None and isinstance(features, tfpipe.ImageConfig):
-        corpus_dir = os.path.join(work_dir, "image_corpus")
+        corpus_dir = os.path.join(local_dir, "image_corpus")
         print(f"[data] synthetic image corpus: {len(image_synthetic.CLASS_NAMES)} classes x {per_class} images "
               f"in {corpus_dir}")
         source = image_synthetic.write_corpus(corpus_dir, per_class=per_class, seed=corpus_seed)
         origin = f"synthetic image corpus ({corpus_dir})"
     elif data is None:
-        corpus_dir = os.path.join(work_dir, "corpus")
+        corpus_dir = os.path.join(local_dir, "corpus")
         print(f"[data] synthetic corpus: {len(synthetic.CLASS_NAMES)} classes x {per_class} clips "
               f"in {corpus_dir}")
         source = synthetic.write_corpus(corpus_dir, per_class=per_class, sample_rate=features.sample_rate,
@@ -99,9 +103,9 @@ def prepare_data(data: Union[None, str, FileSource], eval_data: Optional[str], e
                          f"data's {list(train_src.class_names)}; eval data needs the same class folders "
                          f"or labels")
     if shards:
-        train, train_count = _sharded(train_src, os.path.join(work_dir, "shards", "train"), "train", features,
+        train, train_count = _sharded(train_src, fs.join(work_dir, "shards", "train"), "train", features,
                                       store, num_shards, shard_workers, on_error)
-        held, held_count = _sharded(eval_src, os.path.join(work_dir, "shards", "eval"), "eval", features, store,
+        held, held_count = _sharded(eval_src, fs.join(work_dir, "shards", "eval"), "eval", features, store,
                                     max(1, num_shards // 4), shard_workers, on_error)
     else:  # read online: the chain checks every file when it is built
         train, train_count = train_src, train_src.num_examples
@@ -129,7 +133,7 @@ def _sharded(source: FileSource, out_dir: str, split: str, features: AudioConfig
     if index["rejected"]:
         first = index["rejected"][0]
         print(f"[data] {len(index['rejected'])} of {len(source.paths)} {split} files rejected (each listed "
-              f"with its reason in {os.path.join(out_dir, 'tfpipe.json')}), e.g. {first['path']}: "
+              f"with its reason in {fs.join(out_dir, 'tfpipe.json')}), e.g. {first['path']}: "
               f"{first['reason']}")
     return out_dir, index["num_examples"]
 

@@ -50,6 +50,18 @@ def gfile(path: str):
     return tf.io.gfile
 
 
+def register(path: str) -> None:
+    """Makes `path`'s store usable by TensorFlow in this process (s3://: imports tensorflow-io), once.
+
+    For paths tfpipe hands to TensorFlow without touching them first (an Estimator's model_dir).
+
+    Raises:
+      DataError: s3:// without tensorflow-io, credentials or a reachable endpoint (one line).
+    """
+    if is_remote(path):
+        gfile(path)
+
+
 def _setup_s3(path: str) -> None:
     """Registers s3:// (tensorflow-io), after checking what would otherwise hang or fail deep inside."""
     try:
