@@ -46,7 +46,14 @@ def abspath(path) -> str:
         return os.path.abspath(local(path))
     head = SCHEME.match(path).group(0)
     rest = posixpath.normpath("/" + path[len(head):]).lstrip("/")
-    return head + ("" if rest == "." else rest)
+    return _bucket_root(head + ("" if rest == "." else rest))
+
+
+def _bucket_root(path: str) -> str:
+    """An object store's bucket keeps its slash ("s3://b/"): tensorflow-io reads "s3://b" as no bucket at all."""
+    if scheme(path) in OBJECT_STORES and "/" not in path[len(SCHEME.match(path).group(0)):]:
+        return path + "/"
+    return path
 
 
 def join(path: str, *names: str) -> str:
@@ -54,12 +61,12 @@ def join(path: str, *names: str) -> str:
 
 
 def dirname(path: str) -> str:
-    """The folder of `path`; a remote path never loses its scheme and bucket ("s3://b/x" -> "s3://b")."""
+    """The folder of `path`; a remote path never loses its scheme and bucket ("s3://b/x" -> "s3://b/")."""
     if not is_remote(path):
         return os.path.dirname(path)
     head = SCHEME.match(path).group(0)
     rest = path[len(head):].rstrip("/")
-    return head + rest.rpartition("/")[0] if "/" in rest else head + rest
+    return _bucket_root(head + rest.rpartition("/")[0] if "/" in rest else head + rest)
 
 
 def normjoin(base: str, name: str) -> str:

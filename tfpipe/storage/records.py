@@ -274,7 +274,26 @@ def _tfds_decoder(folder: str, label_key: Optional[str]) -> tuple[Optional[Calla
         import tensorflow_datasets as tfds
     except ImportError:
         return None, ()  # process= or spec= then parse; _parse_stages says so when neither is given
-    features = tfds.builder_from_directory(folder).info.features
+    features = tfds.builder_from_directory(_local_metadata(folder)).info.features
     label = features[label_key] if label_key and label_key in features else None
     names = tuple(getattr(label, "names", ()) or ())
     return features.deserialize_example, names
+
+
+def _local_metadata(folder: str) -> str:
+    """`folder`, or for a remote one a local copy of its metadata (the .json and .txt files, a few KB).
+
+    TFDS opens its folders with its own path library (etils), which knows gs:// and s3:// only
+    through extra packages and ram:// not at all; its decoders need the metadata alone, while
+    the records themselves are read by tfpipe's chain through tf.io.gfile.
+    """
+    if not fs.is_remote(folder):
+        return folder
+    import tempfile
+
+    copy = tempfile.mkdtemp(prefix="tfpipe-tfds-")
+    for name in fs.listdir(folder):
+        if name.endswith((".json", ".txt")):
+            with fs.open(fs.join(folder, name), "rb") as src, open(os.path.join(copy, name), "wb") as dst:
+                dst.write(src.read())
+    return copy
