@@ -45,10 +45,21 @@ def _write_records(folder):
                 writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
 
 
+_TFDS_BUILDER = []  # TFDS registers a builder class by name once per process
+
+
 def _write_tfds(build_dir, out):
-    """A tiny dataset prepared by tensorflow_datasets itself (no download), its folder moved to `out`."""
+    """A tiny dataset prepared by tensorflow_datasets itself (no download), its folder copied to `out`."""
     import shutil
 
+    builder = _tiny_builder()(data_dir=build_dir)
+    builder.download_and_prepare()
+    shutil.copytree(builder.data_dir, out)
+
+
+def _tiny_builder():
+    if _TFDS_BUILDER:
+        return _TFDS_BUILDER[0]
     import tensorflow_datasets as tfds
 
     class Tiny(tfds.core.GeneratorBasedBuilder):
@@ -69,9 +80,8 @@ def _write_tfds(build_dir, out):
             for i in range(n):
                 yield i, {"image": np.full((8, 8, 3), i, np.uint8), "label": i % 3, "index": i}
 
-    builder = Tiny(data_dir=build_dir)
-    builder.download_and_prepare()
-    shutil.copytree(builder.data_dir, out)
+    _TFDS_BUILDER.append(Tiny)
+    return Tiny
 
 
 def sources(root):

@@ -225,9 +225,10 @@ def read_head(path: str) -> tuple[IO[bytes], int]:
 # --- writing ----------------------------------------------------------------------------------------
 
 def makedirs(path: str) -> None:
+    """Creates a folder and its parents; nothing on an object store, whose folders are key prefixes."""
     if not is_remote(path):
         os.makedirs(local(path), exist_ok=True)
-    else:
+    elif not writes_in_place(path):
         _remote(path, gfile(path).makedirs, path)
 
 
@@ -239,12 +240,32 @@ def remove(path: str) -> None:
 
 
 def rmtree(path: str) -> None:
-    """Removes a folder and everything in it; nothing when it is not there."""
+    """Removes a folder and everything in it; nothing when it is not there.
+
+    On an object store each object is deleted (in threads); tensorflow-io's own recursive delete
+    hung there, after its last request, in a test against a real S3 server.
+    """
     if not is_remote(path):
         shutil.rmtree(local(path), ignore_errors=True)
-        return
+    elif not writes_in_place(path):
+        try:
+            _remote(path, gfile(path).rmtree, path)
+        except OSError:
+            pass
+    else:
+        _remove_objects(path)
+
+
+def _remove_objects(folder: str) -> None:
     try:
-        _remote(path, gfile(path).rmtree, path)
+        children = [join(folder, name) for name in listdir(folder)]
+    except OSError:
+        return  # not there (any more)
+    folders = parallel(isdir, children, remote=True)
+    parallel(lambda i: _remove_objects(children[i]) if folders[i] else remove(children[i]), range(len(children)),
+             remote=True)
+    try:
+        remove(folder.rstrip("/") + "/")  # the empty "folder/" object a gfile.makedirs may have left
     except OSError:
         pass
 

@@ -27,7 +27,7 @@ class GFileIO(io.RawIOBase):
 
     def __init__(self, f, path: str):
         super().__init__()
-        self._f, self._path = f, path
+        self._f, self._path, self._size = f, path, None
 
     def _call(self, name: str, *args):
         import tensorflow as tf
@@ -47,7 +47,14 @@ class GFileIO(io.RawIOBase):
         return True
 
     def read(self, size: int = -1) -> bytes:
-        return self._call("read", size)
+        # Never past the end: tensorflow-io's S3 reader mishandles a read that starts at the end of
+        # an object (HTTP 416: it reads a failed response's body, which crashed the process), so
+        # a read is cut to what is left, and nothing is asked at the end.
+        if self._size is None:
+            self._size = self._call("size")
+        left = max(self._size - self.tell(), 0)
+        size = left if size is None or size < 0 else min(size, left)
+        return self._call("read", size) if size else b""
 
     def readinto(self, buffer) -> int:
         data = self.read(len(buffer))

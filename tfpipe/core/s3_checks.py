@@ -4,7 +4,8 @@ tensorflow-io's S3 client (AWS SDK for C++) does not fail fast: without credenti
 the EC2 metadata service, retrying for ~25 s on every request; an endpoint that does not
 answer costs 10 retries (~25 s) per request, and its connect timeout is 5 minutes. A listing
 of a few hundred files would then take hours instead of failing. So, once per process:
-  - the connect timeout is bounded (S3_CONNECT_TIMEOUT_MSEC, 10 s unless set);
+  - the connect timeout is bounded (S3_CONNECT_TIMEOUT_MSEC, 10 s unless set), and reads bypass
+    the multi-part downloader, which deadlocked under many parallel reads (S3_DISABLE_MULTI_PART_DOWNLOAD);
   - an S3_ENDPOINT must accept a connection (3 s);
   - some source of credentials must exist (environment, ~/.aws files, a container or web
     identity, or an instance metadata service that answers).
@@ -21,6 +22,7 @@ from urllib.parse import urlsplit
 from tfpipe.errors import DataError
 
 CONNECT_TIMEOUT_MSEC = "10000"  # 10 s (tensorflow-io's default: 5 minutes, times 10 retries)
+STALL_TIMEOUT_MSEC = "10000"  # 10 s without a byte (the same default: 5 minutes)
 _PROBE_SECONDS = 3.0
 _METADATA = ("169.254.169.254", 80)  # the EC2 instance metadata service (instance-role credentials)
 _CREDENTIAL_VARIABLES = ("AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
@@ -33,6 +35,13 @@ _ended = False
 def check_before_first_use(path: str) -> None:
     """Raises DataError (one line, naming `path` and the fix) for an endpoint down or no credentials."""
     os.environ.setdefault("S3_CONNECT_TIMEOUT_MSEC", CONNECT_TIMEOUT_MSEC)  # read at the first request
+    # The AWS SDK's request timeout is a stall timeout (no byte for that long), not a limit on a
+    # transfer: a request whose answer got lost is retried after 10 s instead of waiting 5 minutes.
+    os.environ.setdefault("S3_REQUEST_TIMEOUT_MSEC", STALL_TIMEOUT_MSEC)
+    # tensorflow-io's multi-part download runs each read on a pool of 25 threads whose tasks wait on
+    # that same pool: with 25 reads in flight (parallel maps, interleaved shards) every read hung.
+    # Reads then go straight to the S3 client from tf.data's own threads (tfpipe asks <= 8 MiB each).
+    os.environ.setdefault("S3_DISABLE_MULTI_PART_DOWNLOAD", "1")
     endpoint = os.environ.get("S3_ENDPOINT")
     if endpoint:
         host, port = _host_port(endpoint)
@@ -56,6 +65,8 @@ def has_credentials() -> bool:
              env.get("AWS_CONFIG_FILE") or os.path.join(home, ".aws", "config"))
     if any(os.path.isfile(f) for f in files):
         return True
+    if env.get("AWS_EC2_METADATA_DISABLED", "").lower() == "true":
+        return False
     return _connects(*_METADATA, 0.3)  # an EC2 instance role
 
 
