@@ -5,6 +5,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 READY_SECONDS = 60
@@ -20,8 +21,11 @@ def free_port():
 def moto_server():
     """Yields the endpoint ("http://127.0.0.1:PORT") once the server answers; stops it afterwards."""
     port = free_port()
+    # The server logs every request to stderr: a file, never a pipe nobody reads (a full pipe stops
+    # the server after ~700 requests, and every client with it).
+    log = tempfile.TemporaryFile()
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=open("/tmp/os/moto.log", "w") if os.environ.get("MOTO_LOG") else subprocess.PIPE)
+                            stdout=subprocess.DEVNULL, stderr=log)
     deadline = time.monotonic() + READY_SECONDS
     try:
         while True:
@@ -30,12 +34,14 @@ def moto_server():
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the moto server did not start: {proc.stderr.read().decode()[-2000:]}")
+                    log.seek(0)
+                    raise RuntimeError(f"the moto server did not start: {log.read().decode()[-2000:]}")
                 time.sleep(0.1)
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.kill()  # werkzeug's server may take its time over SIGTERM; it holds nothing worth keeping
         proc.wait()
+        log.close()
 
 
 def client_env(endpoint, **extra):

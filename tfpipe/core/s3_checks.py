@@ -4,8 +4,8 @@ tensorflow-io's S3 client (AWS SDK for C++) does not fail fast: without credenti
 the EC2 metadata service, retrying for ~25 s on every request; an endpoint that does not
 answer costs 10 retries (~25 s) per request, and its connect timeout is 5 minutes. A listing
 of a few hundred files would then take hours instead of failing. So, once per process:
-  - the connect timeout is bounded (S3_CONNECT_TIMEOUT_MSEC, 10 s unless set), and reads bypass
-    the multi-part downloader, which deadlocked under many parallel reads (S3_DISABLE_MULTI_PART_DOWNLOAD);
+  - the connect and stall timeouts are bounded (S3_CONNECT_TIMEOUT_MSEC, S3_REQUEST_TIMEOUT_MSEC:
+    10 s unless set; tensorflow-io's defaults are 5 minutes each);
   - an S3_ENDPOINT must accept a connection (3 s);
   - some source of credentials must exist (environment, ~/.aws files, a container or web
     identity, or an instance metadata service that answers).
@@ -38,10 +38,6 @@ def check_before_first_use(path: str) -> None:
     # The AWS SDK's request timeout is a stall timeout (no byte for that long), not a limit on a
     # transfer: a request whose answer got lost is retried after 10 s instead of waiting 5 minutes.
     os.environ.setdefault("S3_REQUEST_TIMEOUT_MSEC", STALL_TIMEOUT_MSEC)
-    # tensorflow-io's multi-part download runs each read on a pool of 25 threads whose tasks wait on
-    # that same pool: with 25 reads in flight (parallel maps, interleaved shards) every read hung.
-    # Reads then go straight to the S3 client from tf.data's own threads (tfpipe asks <= 8 MiB each).
-    os.environ.setdefault("S3_DISABLE_MULTI_PART_DOWNLOAD", "1")
     endpoint = os.environ.get("S3_ENDPOINT")
     if endpoint:
         host, port = _host_port(endpoint)
