@@ -16,7 +16,7 @@ import sys
 async def _pipe(reader, writer, delay, state, upstream_to_client):
     try:
         while True:
-            data = await reader.read(1 << 16)
+            data = await reader.read(1 << 20)  # big reads: the proxy should cost the machine little
             if not data:
                 break
             if upstream_to_client and state["request"]:
