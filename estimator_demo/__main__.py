@@ -3,9 +3,10 @@
 
 Trains a small CNN with tf.estimator.train_and_evaluate on tfpipe input pipelines,
 prints examples/s and the share of step time spent waiting for input, exports a
-SavedModel that takes raw waveforms (audio) or encoded JPEG/PNG bytes (images),
-reloads it and predicts a few held-out files. The domain is found from --data's
-files; with no --data it trains on the synthetic corpus of --domain (audio or image).
+SavedModel that takes what the data's domain serves (raw waveforms, encoded JPEG/PNG
+bytes, a plug-in's arrays, ...), reloads it and predicts a few held-out files. The
+domain is found from --data's files; with no --data it trains on the synthetic corpus
+of --domain (any registered domain with one).
 """
 
 from absl import flags

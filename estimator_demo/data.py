@@ -1,10 +1,10 @@
 """The demo's data: the synthetic corpus or the user's, a stable held-out split, shards.
 
-A wav folder or CSV is sharded (`tfpipe.write_shards`: resampled, mixed to mono,
-cropped) into <work_dir>/shards/{train,eval} before training, so any wav the
-sharding reads trains; complete shards are reused by the next run. An image folder
-is read online by default (the same tfpipe chain: fused decode-and-crop per file),
-or sharded like audio with shards=True.
+A class folder or CSV is sharded (`tfpipe.write_shards`) into <work_dir>/shards/{train,eval}
+before training where its domain asks for that (`Domain.shards_for_training`: the offline
+path reads files the online chain refuses, e.g. any wav, resampled and mixed to mono); complete
+shards are reused by the next run. Other domains' files are read online by default (the same
+tfpipe chain), or sharded with shards=True.
 """
 
 from __future__ import annotations
@@ -16,10 +16,8 @@ from typing import Any, Optional, Sequence, Union
 
 import tfpipe
 from tfpipe.core import filesystem as fs
-from tfpipe.domains.audio import synthetic
-from tfpipe.domains.audio.config import AudioConfig
-from tfpipe.domains.image import synthetic as image_synthetic
 from tfpipe.core.files import FileSource
+from tfpipe.core.registry import domain_of_config
 from tfpipe.core.source import find
 
 
@@ -31,7 +29,7 @@ class DemoData:
       train: shard folder, or any data build_dataset reads (a Source read online), for training.
       eval: the same for evaluation.
       class_names: label id -> name, shared by both.
-      eval_files: held-out wav or image files (path, label) to predict at the end; empty when
+      eval_files: held-out files (path, label) to predict at the end; empty when
         eval data is a shard folder (shards hold features, not the files).
       description: one line on where the data came from.
     """
@@ -44,21 +42,21 @@ class DemoData:
 
 
 def prepare_data(data: Union[None, str, FileSource], eval_data: Optional[str], eval_fraction: float,
-                 work_dir: str, features: AudioConfig, *, store: str = "waveform", num_shards: int = 16,
+                 work_dir: str, features: Any, *, store: str = "waveform", num_shards: int = 16,
                  shard_workers: int = 0, on_error: str = "fail", per_class: int = 250,
                  corpus_seed: int = 0, shards: bool = True) -> DemoData:
     """Finds or generates the data, holds out eval, shards both sides into work_dir/shards.
 
     Args:
-      data: wav or image folder, CSV manifest, shard folder or its Source; None writes the
-        synthetic corpus of `features`' domain into work_dir/corpus (audio) or
-        work_dir/image_corpus (images).
+      data: class folder, CSV manifest, shard folder or its Source; None writes the synthetic
+        corpus of `features`' domain into work_dir/corpus (the default domain) or
+        work_dir/NAME_corpus (the domain NAME).
       eval_data: held-out data in the same forms; None holds out `eval_fraction` of
         `data` by a hash of each file's path (the same files on every run).
       eval_fraction: share held out when eval_data is None.
       work_dir: where the corpus and shards/{train,eval} go (complete shards are reused).
-      features: the domain's config (AudioConfig: sample rate, clip length, log-mel; ImageConfig).
-      store: what the shards hold: "waveform" or "log_mel" (audio), "jpeg" or "raw" (images).
+      features: the domain's config (e.g. sample rate, clip length and log-mel; image size).
+      store: what the shards hold, one of the domain's stores (e.g. "waveform", "jpeg").
       num_shards: training shards; eval gets a quarter as many.
       shard_workers: shard-writing processes (0: this process).
       on_error: "fail" or "skip" an unreadable file (skipped files are listed and counted).
@@ -72,21 +70,17 @@ def prepare_data(data: Union[None, str, FileSource], eval_data: Optional[str], e
     Raises:
       ValueError / tfpipe.DataError: unusable data, naming the file and the fix.
     """
-    # The synthetic corpus is written by soundfile and PIL, to a local folder (beside a remote work_dir).
-    local_dir = work_dir if not fs.is_remote(work_dir) else os.path.join(tempfile.gettempdir(), "tfpipe-demo")
-    if data is None and isinstance(features, tfpipe.ImageConfig):
-        corpus_dir = os.path.join(local_dir, "image_corpus")
-        print(f"[data] synthetic image corpus: {len(image_synthetic.CLASS_NAMES)} classes x {per_class} images "
-              f"in {corpus_dir}")
-        source = image_synthetic.write_corpus(corpus_dir, per_class=per_class, seed=corpus_seed)
-        origin = f"synthetic image corpus ({corpus_dir})"
-    elif data is None:
-        corpus_dir = os.path.join(local_dir, "corpus")
-        print(f"[data] synthetic corpus: {len(synthetic.CLASS_NAMES)} classes x {per_class} clips "
-              f"in {corpus_dir}")
-        source = synthetic.write_corpus(corpus_dir, per_class=per_class, sample_rate=features.sample_rate,
-                                        clip_seconds=features.clip_seconds, seed=corpus_seed)
-        origin = f"synthetic corpus ({corpus_dir})"
+    if data is None:
+        domain = domain_of_config(features)
+        if domain.corpus is None:
+            raise ValueError(f"the {domain.name} domain has no synthetic corpus: pass --data")
+        # Written by the domain's own writer (soundfile, PIL) to a local folder, beside a remote work_dir.
+        local_dir = work_dir if not fs.is_remote(work_dir) else os.path.join(tempfile.gettempdir(), "tfpipe-demo")
+        corpus_dir = os.path.join(local_dir, "corpus" if domain.default else f"{domain.name}_corpus")
+        print(f"[data] synthetic {domain.name} corpus: {per_class} files per class in {corpus_dir}")
+        source = find(domain.corpus.write(corpus_dir, per_class=per_class, seed=corpus_seed,
+                                          settings=domain.corpus.settings_for(features)))
+        origin = f"synthetic {domain.name} corpus ({corpus_dir})"
     else:
         source = find(data)
         origin = source.root
@@ -94,8 +88,8 @@ def prepare_data(data: Union[None, str, FileSource], eval_data: Optional[str], e
         train_src, eval_src = source, find(eval_data)
     elif source.kind == "shards":
         raise ValueError(f"{source.root}: a shard folder cannot be split into train and eval after it is "
-                         f"written; pass --eval_data with a held-out shard folder (or give --data the wav "
-                         f"folder)")
+                         f"written; pass --eval_data with a held-out shard folder (or give --data the folder "
+                         f"of files)")
     else:
         train_src, eval_src = source.split(eval_fraction)
     if tuple(eval_src.class_names) != tuple(train_src.class_names):
@@ -110,19 +104,20 @@ def prepare_data(data: Union[None, str, FileSource], eval_data: Optional[str], e
     else:  # read online: the chain checks every file when it is built
         train, train_count = train_src, train_src.num_examples
         held, held_count = eval_src, eval_src.num_examples
-    eval_files = tuple(zip(eval_src.paths, eval_src.labels)) if eval_src.kind in ("wav", "image") else ()
+    served = isinstance(eval_src, FileSource) and eval_src.domain  # a domain's files: the SavedModel takes them
+    eval_files = tuple(zip(eval_src.paths, eval_src.labels)) if served else ()
     description = (f"{origin}: {train_count} train / {held_count} eval examples, "
                    f"{len(train_src.class_names)} classes")
     return DemoData(train, held, tuple(train_src.class_names), eval_files, description)
 
 
-def _sharded(source: FileSource, out_dir: str, split: str, features: AudioConfig, store: str,
+def _sharded(source: FileSource, out_dir: str, split: str, features: Any, store: str,
              num_shards: int, workers: int, on_error: str) -> tuple[str, int]:
     """The shard folder for `source` (written, or finished if a run was interrupted), and its size."""
     if source.kind == "shards":
         return source.root, source.num_examples
     num_shards = min(num_shards, len(source.paths))
-    print(f"[data] sharding {len(source.paths)} {split} clips into {out_dir} "
+    print(f"[data] sharding {len(source.paths)} {split} files into {out_dir} "
           f"({num_shards} shards, store={store})")
     index = tfpipe.write_shards(source, out_dir, num_shards=num_shards, num_workers=workers,
                                 features=features, store=store, split=split, on_error=on_error,

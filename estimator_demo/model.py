@@ -1,16 +1,16 @@
-"""model_fn: a small CNN on log-mel or images, normalized inside the model, with metrics and exports.
+"""model_fn: a small CNN on any domain's features, normalized inside the model, with metrics and exports.
 
 Normalization happens here, in the model's graph, not in the input pipeline: the
 input_fn of an Estimator runs on the host CPU, while the model_fn's ops are placed
-on the accelerator when there is one ("normalize on the GPU"). The normalization is
-per clip: each clip's log-mel is shifted and scaled to zero mean and unit variance
-over all its frames and mel bands. That needs no statistics of the training set
-(nothing to compute up front, ship with the SavedModel or keep in sync), behaves the
-same in train, eval and predict and for a batch of one, and removes the recording
-level, which in log-mel is an additive offset. Per-band standardization over time
-was rejected: it erases exactly the steady spectral shape that tells a tone from a
-hiss. Batch normalization was rejected: it would make predictions depend on moving
-averages that a short run has not settled yet.
+on the accelerator when there is one ("normalize on the GPU"). The data's domain
+turns its features into the model's input (`Domain.model_input`): for log-mel, each
+clip is shifted and scaled to zero mean and unit variance over all its frames and mel
+bands (`standardize`). That needs no statistics of the training set (nothing to compute
+up front, ship with the SavedModel or keep in sync), behaves the same in train, eval and
+predict and for a batch of one, and removes the recording level, which in log-mel is an
+additive offset. Per-band standardization over time was rejected: it erases exactly the
+steady spectral shape that tells a tone from a hiss. Batch normalization was rejected:
+it would make predictions depend on moving averages that a short run has not settled yet.
 
 Images are normalized the same way round: the pipeline hands over uint8 (or [0, 1]
 float) RGB and the model subtracts the ImageNet mean and divides by its std per
@@ -24,9 +24,7 @@ from typing import Optional
 import tensorflow as tf
 
 from estimator_demo import hooks
-from tfpipe.domains.audio import ops
-from tfpipe.domains.audio.config import AudioConfig
-from tfpipe.domains.image import ops as image_ops
+from tfpipe.core.registry import domain_of_config
 
 _EPSILON = 1e-3  # keeps a silent (constant) clip finite after standardization
 DEFAULT_FILTERS = (16, 32, 64)
@@ -55,12 +53,13 @@ def model_fn(features: dict, labels: Optional[tf.Tensor], mode: str, params: dic
     """The Estimator model_fn.
 
     Args:
-      features: {"log_mel": float32 [batch, frames, n_mels]}, {"waveform": float32
-        [batch, samples]} (then the log-mel is computed here, on the accelerator), or
-        {"image": uint8 or float32 [batch, height, width, 3]} (normalized here).
+      features: the data's domain features, e.g. {"log_mel": float32 [batch, frames, n_mels]},
+        {"waveform": float32 [batch, samples]} (then the log-mel is computed here, on the
+        accelerator), or {"image": uint8 or float32 [batch, height, width, 3]} (normalized here);
+        the domain of `params["features"]` makes them the model's input (Domain.model_input).
       labels: int64 [batch] class ids (None in PREDICT).
       mode: a tf.estimator.ModeKeys value.
-      params: "class_names" (sequence of str), "features" (AudioConfig or ImageConfig),
+      params: "class_names" (sequence of str), "features" (the data's domain config),
         optional "learning_rate" (default 2e-3) and "filters" (conv widths).
 
     Returns:
@@ -69,16 +68,8 @@ def model_fn(features: dict, labels: Optional[tf.Tensor], mode: str, params: dic
       serving signature.
     """
     class_names = tuple(params["class_names"])
-    feature_config: AudioConfig = params["features"]
-    if "image" in features:
-        image = features["image"]  # already normalized by the pipeline when ImageConfig.normalize is set
-        x = image if getattr(feature_config, "normalize", False) else image_ops.normalize(image)
-    elif "log_mel" in features:
-        x = standardize(tf.cast(features["log_mel"], tf.float32))[..., tf.newaxis]
-    elif "waveform" in features:
-        x = standardize(ops.log_mel(features["waveform"], feature_config))[..., tf.newaxis]
-    else:
-        raise ValueError(f"model_fn: features {sorted(features)} hold none of 'log_mel', 'waveform', 'image'")
+    feature_config = params["features"]
+    x = domain_of_config(feature_config).model_input(features, feature_config)  # float32 [batch, h, w, c]
     cnn = classifier(len(class_names), tuple(params.get("filters", DEFAULT_FILTERS)))
     logits = cnn(x, training=mode == tf.estimator.ModeKeys.TRAIN)
     class_ids = tf.argmax(logits, axis=-1)
@@ -101,10 +92,8 @@ def model_fn(features: dict, labels: Optional[tf.Tensor], mode: str, params: dic
 
     tf.compat.v1.summary.scalar("train_accuracy",
                                 tf.reduce_mean(tf.cast(tf.equal(class_ids, labels), tf.float32)))
-    if "image" in features:
-        tf.compat.v1.summary.image("image", features["image"], max_outputs=2)  # uint8 or float in [0, 1]
-    else:
-        tf.compat.v1.summary.image("log_mel", tf.transpose(x, [0, 2, 1, 3])[:, ::-1], max_outputs=2)
+    shown = x if x.shape[-1] in (1, 3, 4) else x[..., :1]  # what the model sees (rescaled to show)
+    tf.compat.v1.summary.image("input", shown, max_outputs=2)
     optimizer = tf.compat.v1.train.AdamOptimizer(params.get("learning_rate", 2e-3))
     train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_or_create_global_step(),
                                   var_list=cnn.trainable_variables)

@@ -1,16 +1,16 @@
 """python -m estimator_demo: absl flags -> data -> shards -> train_and_evaluate -> export -> reload, predict.
 
-With no --data it writes the synthetic corpus of --domain (audio: tfpipe.domains.audio.synthetic
-into <model_dir>/corpus; image: tfpipe.domains.image.synthetic into
-<model_dir>/image_corpus); a wav or image folder or CSV given with --data is used as
-is, its domain found from the files. Either way a held-out split (a hash of each
-path, stable across runs) is set aside unless --eval_data is given. Audio is then
-sharded (resampled, converted) into <model_dir>/shards/{train,eval} (complete shards
-are reused on the next run); images are read online by default (--shards to shard
-them too). The Estimator trains with the pipeline the tfpipe flags describe
-(--pipeline=naive|optimized, --[no]prefetch, --batch_size, ...). The run ends by
-exporting a SavedModel that takes raw waveforms (audio) or encoded JPEG/PNG bytes
-(images), reloading it with tf.saved_model.load, and predicting a few held-out files.
+With no --data it writes the synthetic corpus of --domain (the default domain's into
+<model_dir>/corpus, another's into <model_dir>/NAME_corpus); a class folder or CSV given
+with --data is used as is, its domain found from the files. Either way a held-out split (a
+hash of each path, stable across runs) is set aside unless --eval_data is given. A domain
+that asks for it (`Domain.shards_for_training`, e.g. any wav, resampled) is then sharded into
+<model_dir>/shards/{train,eval} (complete shards are reused on the next run); other domains'
+files are read online by default (--shards to shard them too). The Estimator trains with the
+pipeline the tfpipe flags describe (--pipeline=naive|optimized, --[no]prefetch, --batch_size,
+...). The run ends by exporting a SavedModel that takes what the domain serves (raw waveforms,
+encoded image bytes, ...), reloading it with tf.saved_model.load, and predicting a few
+held-out files.
 
 This is the only module of the demo that reads absl flags.
 """
@@ -36,8 +36,7 @@ from estimator_demo.data import DemoData, pick_files, prepare_data  # noqa: E402
 from tfpipe import flags as tfpipe_flags  # noqa: E402
 from tfpipe.config import PipelineConfig  # noqa: E402
 from tfpipe.core import filesystem as fs  # noqa: E402
-from tfpipe.core.registry import domain_of  # noqa: E402
-from tfpipe.domains.image import ImageConfig  # noqa: E402
+from tfpipe.core import registry  # noqa: E402
 from tfpipe.errors import DataError  # noqa: E402
 from tfpipe.train.wait import WaitStats  # noqa: E402
 from tfpipe.core.files import FileSource  # noqa: E402
@@ -53,15 +52,16 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> None:
     """
     if "train_steps" in flag_values:
         return
-    tfpipe_flags.define_flags(flag_values)
-    if "height" not in flag_values:  # ImageConfig's fields, unless tfpipe.flags defines them already
-        tfpipe_flags.define_config_flags(ImageConfig, flag_values)
+    tfpipe_flags.define_flags(flag_values)  # the pipeline's and every domain config's fields
+    domains = registry.domains().values()
+    corpora = [d.name for d in domains if d.corpus is not None]
+    default = registry.default_domain()
     fv = {"flag_values": flag_values}
-    flags.DEFINE_string("data", None, "Training data: a wav or image folder (one subfolder per class), a CSV "
-                        "manifest (path,label) or a shard folder; the domain is found from the files. Unset: "
-                        "the synthetic corpus of --domain.", **fv)
-    flags.DEFINE_enum("domain", "audio", ["audio", "image"], "No --data: which synthetic corpus to train on.",
-                      **fv)
+    flags.DEFINE_string("data", None, f"Training data: a folder with one subfolder per class of a domain's files "
+                        f"({registry.known_extensions()}), a CSV manifest (path,label) or a shard folder; the "
+                        f"domain is found from the files. Unset: the synthetic corpus of --domain.", **fv)
+    flags.DEFINE_enum("domain", default.name if default.name in corpora else corpora[0], corpora,
+                      "No --data: which synthetic corpus to train on.", **fv)
     flags.DEFINE_string("eval_data", None, "Held-out data, same forms as --data. "
                         "Unset: --eval_fraction of --data.", **fv)
     flags.DEFINE_float("eval_fraction", 0.2, "Share of --data held out for eval, chosen by a hash of each "
@@ -75,19 +75,22 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> None:
     flags.DEFINE_boolean("resume", False, "Continue from the checkpoints in --model_dir. Default: start "
                          "over (the previous run's checkpoints, summaries and exports are deleted; corpus "
                          "and shards are kept).", **fv)
-    flags.DEFINE_enum("store", None, ["log_mel", "waveform", "jpeg", "raw"], "What the shards hold. Audio: "
-                      "waveforms (the default: the pipeline computes the log-mel on every read, so --pipeline "
-                      "matters) or log-mel; images: resized JPEGs (the default) or raw uint8 pixels.", **fv)
-    flags.DEFINE_boolean("shards", None, "Shard the data before training. Unset: on for audio (any wav "
-                         "trains), off for images (read online through the same chain).", **fv)
+    flags.DEFINE_enum("store", None, list(dict.fromkeys(s for d in domains for s in d.stores())),
+                      "What the shards hold; the data's domain decides which (default: its training store): "
+                      + "; ".join(f"{d.name} {' or '.join(d.stores())} (default {d.training_store or d.stores()[0]})"
+                                  for d in domains) + ".", **fv)
+    sharded = [d.name for d in domains if d.shards_for_training]
+    flags.DEFINE_boolean("shards", None, "Shard the data before training. Unset: the data's domain decides (on for "
+                         f"{', '.join(sharded) or 'none'}: their shards read files the online chain refuses; off "
+                         "for the others: read online through the same chain).", **fv)
     flags.DEFINE_integer("num_shards", 16, "Training shards to write (eval gets a quarter as many).",
                          lower_bound=1, **fv)
     flags.DEFINE_integer("shard_workers", 0, "Processes writing shards (0: in this process, the fastest "
                          "for small data: each worker process starts its own TensorFlow).", lower_bound=0,
                          **fv)
-    flags.DEFINE_enum("on_error", "fail", ["fail", "skip"], "An unreadable wav: stop naming it, or skip it "
+    flags.DEFINE_enum("on_error", "fail", ["fail", "skip"], "An unreadable file: stop naming it, or skip it "
                       "(listed in the shard index's 'rejected' and counted in the summary).", **fv)
-    flags.DEFINE_integer("per_class", 250, "Synthetic corpus (no --data): clips per class.", lower_bound=4,
+    flags.DEFINE_integer("per_class", 250, "Synthetic corpus (no --data): files per class.", lower_bound=4,
                          **fv)
     flags.DEFINE_integer("corpus_seed", 0, "Synthetic corpus (no --data): the seed it is generated from.",
                          lower_bound=0, **fv)
@@ -152,7 +155,7 @@ def train_and_evaluate(data: DemoData, pipeline: PipelineConfig, features: Any, 
     Args:
       data: from prepare_data.
       pipeline: the input pipeline for training (evaluation is one ordered pass whatever it says).
-      features: the AudioConfig or ImageConfig of the data; the SavedModel computes the same features.
+      features: the domain config of the data; the SavedModel computes the same features.
       model_dir: the Estimator's model_dir.
       train_steps: steps to train to (global step).
       evals: evaluations on the held-out data, evenly spaced; the last one at the end.
@@ -201,10 +204,9 @@ def predict_saved_model(export_dir: str, files: Sequence[tuple[str, int]],
 
     Args:
       export_dir: a SavedModel exported with tfpipe.serving_input_receiver_fn.
-      files: (path, label id) pairs. Audio: any wav the sharding reads (resampled to
-        features.sample_rate, mixed to mono), sent as raw waveforms; images: the file's
-        bytes, sent as they are (the SavedModel decodes them).
-      features: the AudioConfig or ImageConfig the model was trained with.
+      files: (path, label id) pairs, sent as the domain's clients send them (Domain.serving_inputs:
+        e.g. any wav the sharding reads as raw waveforms; an image file's bytes as they are).
+      features: the domain config the model was trained with.
 
     Returns:
       (path, true label, predicted class name, its probability) per file.
@@ -212,18 +214,8 @@ def predict_saved_model(export_dir: str, files: Sequence[tuple[str, int]],
     if not files:
         return []
     serve = tf.saved_model.load(export_dir).signatures["serving_default"]
-    if isinstance(features, ImageConfig):
-        from tfpipe.domains.image.domain import SERVING_KEY
-
-        encoded = []
-        for path, _ in files:
-            encoded.append(fs.read_bytes(path))
-        out = serve(**{SERVING_KEY: tf.constant(encoded)})
-    else:
-        from tfpipe.domains.audio.offline import load_clip, pad_clips  # any wav the sharding accepts, at sample_rate
-
-        batch = pad_clips([load_clip(path, features) for path, _ in files], features.num_samples)
-        out = serve(waveform=tf.constant(batch))
+    inputs = registry.domain_of_config(features).serving_inputs([path for path, _ in files], features)
+    out = serve(**{key: tf.constant(value) for key, value in inputs.items()})
     names = [n.decode() for n in out["class_names"].numpy()]
     confidence = out["probabilities"].numpy().max(axis=1)
     return [(path, label, name, float(p)) for (path, label), name, p in zip(files, names, confidence)]
@@ -243,13 +235,12 @@ def main(argv: Sequence[str]) -> None:
     try:
         fs.register(model_dir)  # s3://: TensorFlow's Estimator writes there through tensorflow-io
         source = find(FLAGS.data) if FLAGS.data is not None else None  # looked at once
-        pipeline, features = tfpipe_flags.pipeline_config(), _feature_config(source)
-        image = isinstance(features, ImageConfig)
-        store = FLAGS.store or ("jpeg" if image else "waveform")
-        if store not in (("jpeg", "raw") if image else ("log_mel", "waveform")):
-            raise ValueError(f"--store={store}: {'images' if image else 'audio'} shards store "
-                             f"{'jpeg or raw' if image else 'log_mel or waveform'}")
-        shards = FLAGS.shards if FLAGS.shards is not None else not image
+        domain = _domain(source)
+        pipeline, features = tfpipe_flags.pipeline_config(), _feature_config(source, domain)
+        store = FLAGS.store or domain.training_store or domain.stores()[0]
+        if store not in domain.stores():
+            raise ValueError(f"--store={store}: {domain.name} shards store {' or '.join(domain.stores())}")
+        shards = FLAGS.shards if FLAGS.shards is not None else domain.shards_for_training
         data = prepare_data(source, FLAGS.eval_data, FLAGS.eval_fraction, model_dir, features,
                             store=store, num_shards=FLAGS.num_shards, shard_workers=FLAGS.shard_workers,
                             on_error=FLAGS.on_error, per_class=FLAGS.per_class, corpus_seed=FLAGS.corpus_seed,
@@ -266,29 +257,23 @@ def main(argv: Sequence[str]) -> None:
         sys.exit(f"estimator_demo: {e}")
     predictions = predict_saved_model(result.export_dir, pick_files(data.eval_files, FLAGS.predict_files),
                                       features)
-    same_data = f" --data {FLAGS.data}" if FLAGS.data else (" --domain image" if FLAGS.domain == "image" else "")
+    same_data = f" --data {FLAGS.data}" if FLAGS.data else (
+        f" --domain {FLAGS.domain}" if FLAGS["domain"].present else "")
     print(summary(data, result, predictions, FLAGS.pipeline, time.perf_counter() - started, same_data=same_data))
 
 
-def _feature_config(source: Optional[FileSource]) -> Any:
-    """The feature flags of the data's domain (ImageConfig for images, else AudioConfig); for a
-    shard folder, its index's features with the flags that were set on top."""
+def _feature_config(source: Optional[FileSource], domain: Any) -> Any:
+    """The feature flags of the data's domain; for a shard folder, its index's features with the
+    flags that were set on top."""
     shards = source is not None and source.kind == "shards"
     base = (source.index["domain"] or {}).get("config") if shards else None
-    if _domain(source) == "image":
-        known = {f.name for f in dataclasses.fields(ImageConfig)}
-        values = {k: v for k, v in (base or {}).items() if k in known}
-        return ImageConfig(**{**values, **tfpipe_flags.set_fields(ImageConfig)})
-    return tfpipe_flags.feature_config(base=base)
+    return tfpipe_flags.feature_config(base=base, config_class=domain.config_class)
 
 
-def _domain(source: Optional[FileSource]) -> str:
-    """'image' or 'audio': from the files, a shard index, or --domain when there is no --data."""
-    if source is None:
-        return FLAGS.domain
-    if source.kind == "shards":
-        return (source.index["domain"] or {}).get("name", "audio")
-    return "image" if source.kind == "image" else "audio"
+def _domain(source: Optional[FileSource]) -> Any:
+    """The registered Domain of the data: from the files, a shard index, or --domain when there is no --data."""
+    name = FLAGS.domain if source is None else getattr(source, "domain", "")
+    return registry.get_domain(name) if name else registry.default_domain()
 
 
 def summary(data: DemoData, result: TrainResult, predictions: Sequence[tuple[str, int, str, float]],
@@ -312,8 +297,7 @@ def summary(data: DemoData, result: TrainResult, predictions: Sequence[tuple[str
                      "drop --resume to start over)")
     lines.append(f"SavedModel         {result.export_dir}")
     if predictions:
-        image = getattr(domain_of(predictions[0][0]), "name", "") == "image"
-        sent = "encoded image files" if image else "raw waveforms"
+        sent = getattr(registry.domain_of(predictions[0][0]), "serving_sends", "files")
         lines.append(f"predictions        SavedModel reloaded with tf.saved_model.load, {sent} in:")
         width = max(len(_short(p)) for p, *_ in predictions)
         for path, label, name, p in predictions:
@@ -330,7 +314,7 @@ def summary(data: DemoData, result: TrainResult, predictions: Sequence[tuple[str
 
 
 def _short(path: str) -> str:
-    """class_folder/file.wav (or .jpg): enough to recognise a file."""
+    """class_folder/file.ext: enough to recognise a file."""
     return os.path.join(os.path.basename(os.path.dirname(path)), os.path.basename(path))
 
 

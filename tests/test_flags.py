@@ -102,3 +102,26 @@ def test_a_binary_with_its_own_output_flag_keeps_it():
     values(["prog", "--output=/tmp/shards"])
     assert "features" not in values
     assert tfpipe_flags.feature_config(values, exclude=("output",)) == AudioConfig()
+
+
+def test_every_registered_domain_brings_its_config_flags_and_a_shared_name_is_one_flag():
+    from tfpipe.core.registry import domains
+
+    values = _parse("--height=96", "--dtype=uint8", "--n_mels=40")
+    for domain in domains().values():  # flags.py names none: each registered config is asked
+        for field in dataclasses.fields(domain.config_class):
+            assert tfpipe_flags.flag_name(domain.config_class, field.name) in values, field.name
+    image = domains()["image"].config_class
+    assert tfpipe_flags.feature_config(values, config_class=image) == image(height=96, dtype="uint8")
+    assert tfpipe_flags.feature_config(values) == AudioConfig(n_mels=40)  # the default domain's
+
+    @dataclasses.dataclass(frozen=True)
+    class Other:  # a plug-in's config with a field another config has: it shares that flag
+        n_mels: int = dataclasses.field(default=8, metadata={"help": "Bands."})
+
+    tfpipe_flags.define_config_flags(Other, values)
+    assert tfpipe_flags.set_fields(Other, values) == {"n_mels": 40}
+    own = flags.FlagValues()
+    flags.DEFINE_string("n_mels", None, "A binary's own flag of that name.", flag_values=own)
+    with pytest.raises(flags.DuplicateFlagError):
+        tfpipe_flags.define_config_flags(Other, own)  # not a config's flag: a clash, said at once

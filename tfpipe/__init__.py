@@ -37,9 +37,10 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 _compat.install()
-# The built-in plug-ins, imported on the first lookup (each registers itself with the core).
-_plugins.declare(("tfpipe.domains.audio.domain", "tfpipe.domains.image.domain", "tfpipe.storage",
-                  "tfpipe.service.client"))
+# The built-in plug-ins, imported on the first lookup (each registers itself with the core). The
+# domains' modules import without TensorFlow: the command line lists them before any work.
+_plugins.declare(("tfpipe.domains.audio.domain", "tfpipe.domains.image.domain"), domains=True)
+_plugins.declare(("tfpipe.storage", "tfpipe.service.client"))
 
 
 def __getattr__(name):

@@ -87,6 +87,12 @@ class PipelineConfig:
         bucket; () = off: one padded_batch pads every batch to its longest example.
       bucket_key: the feature whose leading dimension is an example's length ("": the one
         feature whose length varies).
+      group_maps: the per-example map runs on groups of `group_size` examples, one function call
+        per group with the stages unrolled inside: tf.data's fixed cost per element (its call, its
+        hand-offs between threads, ~10 µs) is paid once per group, while groups still spread over
+        every core (train streams whose per-example stages give fixed shapes; off: one call per
+        example).
+      group_size: examples per call of a grouped map.
       reuse_memory: glibc's malloc keeps freed large buffers (up to 1 GiB) for the next batch
         instead of returning them to the kernel and faulting their pages in again for every
         batch (tfpipe.core.memory). Process-wide once a pipeline with it is built; the
@@ -122,8 +128,13 @@ class PipelineConfig:
                                                 "e.g. 50,100,200 (empty: one padded_batch).")
     bucket_key: str = config_field("", "Feature whose leading dimension is an example's length (empty: the one "
                                        "that varies).")
+    group_maps: bool = config_field(True, "Run the per-example map on groups of group_size examples (one call "
+                                          "per group, stages unrolled): tf.data's fixed cost paid once per group.")
+    group_size: int = config_field(8, "Examples per call of a grouped per-example map.", min=2, max=256)
     reuse_memory: bool = config_field(True, "Keep freed large buffers for the next batch (glibc malloc) instead of "
-                                            "faulting their pages in again every batch; process-wide.")
+                                            "faulting their pages in again every batch. Process-wide: resident "
+                                            "memory then stays near its peak (measured: a 408 MiB live peak held "
+                                            "591 MiB after everything was freed, 50 MiB without).")
 
     def __post_init__(self):
         object.__setattr__(self, "bucket_boundaries", _lengths(self.bucket_boundaries))
@@ -145,7 +156,7 @@ class PipelineConfig:
         off = dict(repeat_before_shuffle=False, shuffle_filenames=False, fuse_maps=False,
                    parallel_map=False, parallel_reads=False, vectorize=False, prefetch=False,
                    deterministic=True, cache="", prefetch_to_device=False, shuffle_buffer=0,
-                   shuffle_blocks=False, reuse_memory=False)
+                   shuffle_blocks=False, group_maps=False, reuse_memory=False)
         return cls(**{**off, **overrides})
 
     @classmethod

@@ -1,9 +1,11 @@
-"""absl flags for every PipelineConfig and AudioConfig field; flags -> configs.
+"""absl flags for every PipelineConfig field and every registered domain's config fields; flags -> configs.
 
 `--pipeline` picks the preset; each field flag left unset keeps the preset's value,
 so `--pipeline=naive --prefetch` is the naive chain plus prefetch. Flags are made
-from the dataclass fields, so a new config field is a new flag with no edit here.
-A flag is named after its field, except where FLAG_NAMES gives it a clearer name.
+from the dataclass fields, so a new config field is a new flag with no edit here, and
+a new domain's config (a plug-in registered with tfpipe.core.registry) brings its flags
+with it: this module names no domain. A flag is named after its field, unless the
+field's metadata names it (`flag="features"`, keeping its old name as an alias: `old_flag=`).
 """
 
 from __future__ import annotations
@@ -14,21 +16,30 @@ from typing import Any, Mapping, Optional, Sequence
 from absl import flags
 
 from tfpipe.config import PRESETS, PipelineConfig, field_type
-from tfpipe.domains.audio.config import AudioConfig
 
-_CONFIGS = (PipelineConfig, AudioConfig)
 
-# "Config.field" -> flag name, where the field's own name would mislead or clash:
-# AudioConfig.output picks the features (log_mel | waveform), while --output is the
-# folder `tfpipe synth` and `tfpipe prepare` write to.
-FLAG_NAMES = {"AudioConfig.output": "features"}
-# flag name -> its old name, kept as an alias wherever the binary does not use that name itself.
-ALIASES = {"features": "output"}
+def domain_configs() -> tuple[type, ...]:
+    """Every registered domain's config class, the default domain's first."""
+    # The domains register with the core (their modules import without TensorFlow): asked, not named.
+    from tfpipe.core import registry
+
+    default = registry.default_domain().config_class
+    return tuple(dict.fromkeys([default] + [d.config_class for d in registry.domains().values()]))
+
+
+def _configs() -> tuple[type, ...]:
+    return (PipelineConfig, *domain_configs())
+
+
+def aliases(configs: Optional[Sequence[type]] = None) -> dict[str, str]:
+    """flag name -> its old name, for the fields of `configs` (default: PipelineConfig and every domain's)."""
+    return {flag_name(c, f.name): f.metadata["old_flag"] for c in (configs or _configs())
+            for f in dataclasses.fields(c) if "old_flag" in f.metadata}
 
 
 def flag_name(config: type, field: str) -> str:
-    """The flag that sets `config.field` (the field's name unless FLAG_NAMES renames it)."""
-    return FLAG_NAMES.get(f"{config.__name__}.{field}", field)
+    """The flag that sets `config.field` (the field's name unless its metadata names another: `flag=`)."""
+    return next((f.metadata.get("flag", field) for f in dataclasses.fields(config) if f.name == field), field)
 
 
 def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
@@ -39,11 +50,12 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
                       "Preset the field flags start from: the optimized chain or the seed's naive one. "
                       "A field flag left unset keeps the preset's value (--pipeline=naive --prefetch: "
                       "the naive chain plus prefetch).", flag_values=flag_values)
-    for config in _CONFIGS:
+    configs = _configs()
+    for config in configs:
         define_config_flags(config, flag_values)
-    flags.register_multi_flags_validator(
-        [flag_name(c, f.name) for c in _CONFIGS for f in dataclasses.fields(c)] + ["pipeline"],
-        _configs_valid, message="invalid tfpipe config", flag_values=flag_values)
+    names = dict.fromkeys(flag_name(c, f.name) for c in configs for f in dataclasses.fields(c))
+    flags.register_multi_flags_validator(list(names) + ["pipeline"], lambda values: _configs_valid(values, configs),
+                                         message="invalid tfpipe config", flag_values=flag_values)
 
 
 def define_config_flags(config: type, flag_values: flags.FlagValues = flags.FLAGS,
@@ -51,17 +63,19 @@ def define_config_flags(config: type, flag_values: flags.FlagValues = flags.FLAG
     """Defines one flag per field of `config` (default None: unset), except the fields in `exclude`.
 
     `exclude` is for binaries that take a config's fields but make another flag play
-    one of them (e.g. `tfpipe prepare --store` picks AudioConfig.output there). A
+    one of them (e.g. `tfpipe prepare --store` picks what shards hold, not --features). A
     renamed flag's old name (--output for --features) is added as an alias when the
     binary has not defined that name already, so define the binary's own flags first.
+    A field whose flag another config defined here already (two domains' `sample_rate`)
+    shares that flag; a binary's own flag of that name is a clash (absl's DuplicateFlagError).
     """
     presets = _presets(config)
     for field in dataclasses.fields(config):
-        if field.name in exclude:
-            continue
         name = flag_name(config, field.name)
+        if field.name in exclude or (name in flag_values and flag_values.find_module_defining_flag(name) == __name__):
+            continue
         _define(field, name, config.__name__, presets, flag_values)
-        alias = ALIASES.get(name)
+        alias = field.metadata.get("old_flag")
         if alias and alias not in flag_values:
             flags.DEFINE_alias(alias, name, flag_values=flag_values)
 
@@ -120,7 +134,8 @@ def set_fields(config: type, flag_values: flags.FlagValues = flags.FLAGS,
                exclude: Sequence[str] = ()) -> dict[str, Any]:
     """{field: value} for the fields of `config` whose flags were set (an unset flag is None).
 
-    Keys are field names (AudioConfig's "output", set by --features); `exclude` names fields.
+    Keys are field names (a field named by its metadata's `flag=` is still its field name); `exclude`
+    names fields.
     """
     return _set_fields(config, _values(flag_values), exclude)
 
@@ -131,11 +146,13 @@ def _set_fields(config: type, values: dict, exclude: Sequence[str] = ()) -> dict
             if f.name not in exclude and values.get(flag_name(config, f.name)) is not None}
 
 
-def _configs_valid(values: dict) -> bool:
+def _configs_valid(values: dict, configs: Sequence[type]) -> bool:
     """Parse-time check: the flags must make valid configs (raises with the config's message)."""
     try:
         PipelineConfig.preset(values["pipeline"], **_set_fields(PipelineConfig, values))
-        AudioConfig(**_set_fields(AudioConfig, values))
+        for config in configs:
+            if config is not PipelineConfig:
+                config(**_set_fields(config, values))
     except ValueError as e:
         raise flags.ValidationError(str(e)) from e
     return True
@@ -152,12 +169,17 @@ def pipeline_config(flag_values: flags.FlagValues = flags.FLAGS) -> PipelineConf
 
 
 def feature_config(flag_values: flags.FlagValues = flags.FLAGS, *, base: Optional[Mapping[str, Any]] = None,
-                   exclude: Sequence[str] = ()) -> AudioConfig:
-    """The AudioConfig the parsed flags describe.
+                   exclude: Sequence[str] = (), config_class: Optional[type] = None) -> Any:
+    """The domain config the parsed flags describe.
 
     Args:
       flag_values: the parsed flags.
       base: field values to start from (e.g. a shard index's features); flags that were set win.
       exclude: fields whose flags mean something else to the caller (left at base/default).
+      config_class: the domain's config class (default: the default domain's, see
+        tfpipe.core.registry.default_domain).
     """
-    return AudioConfig(**{**(base or {}), **set_fields(AudioConfig, flag_values, exclude)})
+    config_class = config_class or domain_configs()[0]
+    known = {f.name for f in dataclasses.fields(config_class)}
+    base = {k: v for k, v in (base or {}).items() if k in known}
+    return config_class(**{**base, **set_fields(config_class, flag_values, exclude)})

@@ -53,3 +53,37 @@ def test_a_sequential_user_map_beating_its_one_thread_limit_is_tfs_rewrite():
     assert plain.startswith('MapDataset "slow" runs on one thread: give it num_parallel_calls')
     (parallel,) = run.ops_advice(_ops(parallel=True))
     assert parallel.startswith('ParallelMapDatasetV2 "slow" already runs on 2 threads')
+
+
+def test_stage_advice_respects_what_the_run_did():
+    decode = StageReport("image features", (10_000.0, 5000.0, 1000.0, 800.0, 790.0), 700.0, None, 2, names=IMAGE)
+    # With --shards the run already reads prepared shards: no "run tfpipe prepare" again.
+    run = result({"naive": [1.0, 1.0], "optimized": [0.05, 0.05]}, REFS, stage=decode, data="/data/photos",
+                 shards="/data/photo_shards")
+    (advice,) = run.stage_advice(decode)
+    assert "tfpipe prepare --input" not in advice and "--shards SHARDS" not in advice
+    assert "the shards variants read /data/photo_shards" in advice and "compare their rows" in advice
+    # Features limit: vectorize=true only where a tfpipe variant has it off.
+    features = StageReport("audio features", (1000.0, 500.0, 250.0, 100.0, 100.0), 90.0, 120.0, 2)
+    both = result({"naive": [1.0, 1.0], "optimized": [0.5, 0.5]}, REFS, stage=features)
+    assert "vectorize=true runs them on whole batches" in both.stage_advice(features)[0]  # naive has it off
+    vectorized = result({"optimized": [0.5, 0.5], "optimized:prefetch=false": [0.5, 0.5]},
+                        {"optimized": "optimized", "optimized:prefetch=false": "optimized"}, stage=features)
+    (text, *_) = vectorized.stage_advice(features)
+    assert "vectorize=true" not in text and "already on whole batches (vectorize is on)" in text
+
+
+def test_ops_advice_on_tfpipes_own_naive_chain_names_the_flag_not_tf_datas_argument():
+    op = OpRate("MapDataset", "decode", 500.0)
+    report = OpsReport("naive", (OpRate("TensorSliceDataset", "", 100_000.0), op,
+                                 OpRate("BatchDatasetV2", "", 490.0)), 2, ())
+    run = dataclasses.replace(result({"naive": [1.0, 1.0]}, {"naive": "naive"}), ops=(report,))
+    (advice,) = run.ops_advice(report)
+    assert advice.startswith('MapDataset "decode" runs on one thread because naive has parallel_map=false')
+    assert "flag --parallel_map, variant naive:parallel_map=true" in advice and "num_parallel_calls" not in advice
+    shuffle = OpsReport("naive", (OpRate("TensorSliceDataset", "", 100_000.0), OpRate("ShuffleDataset", "", 500.0)),
+                        2, ())
+    (other,) = run.ops_advice(shuffle)
+    assert "fuse_maps, shuffle_filenames, vectorize are off in naive" in other
+    assert "variant naive:fuse_maps=true,shuffle_filenames=true,vectorize=true" in other
+    assert "num_parallel_calls" not in other

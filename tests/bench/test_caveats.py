@@ -1,5 +1,6 @@
 """bench/caveats.py: a run too small or too noisy to trust says so, with the data it would need (pure)."""
 
+import dataclasses
 import json
 
 import pytest
@@ -66,3 +67,37 @@ def test_the_chart_prints_the_caveats_under_the_bars(tmp_path):
     assert "caution: an epoch is only 2 batch(es) of 64" in text
     ax = fig.axes[0]
     assert [p.get_hatch() for p in ax.patches[:4]] == [None, "..", "//", None]  # within noise dotted, no-op hatched
+
+
+def test_a_noisy_run_asks_once_for_the_run_that_settles_it_and_that_run_asks_for_nothing_more():
+    # 3 rounds: fuse_maps=false is within the noise; the caution names one run (>= 9 rounds, 2 s turns).
+    short = _timed_turns(_ablation(31, repeats=3), 1.0)
+    (noisy,) = [c for c in short.caveats if "rows differ from their reference" in c]
+    assert "settle it with one longer run: --repeats 9 --turn_seconds 2" in noisy
+    assert "a row still ~ after it is a tie" in noisy
+    # The user follows it: 9 rounds of 2 s turns. A real difference now shows (the same spread, 3x the rounds)...
+    resolved = _timed_turns(_ablation(31, repeats=9, fuse=[1 / 0.9, 1 / 2.15, 1 / 3.0] * 3,
+                                      no_op=[1.0] * 9), 2.0)
+    assert not any(resolved.within_noise(v) for v in resolved.variants) and resolved.caveats == []
+    # ...and rows that are really equal are a tie, with no caution asking for more.
+    settled = _timed_turns(_ablation(31, repeats=9, fuse=[1 / 0.97, 1 / 1.04, 1 / 1.0] * 3,
+                                     no_op=[1 / 1.39, 1 / 1.3, 1 / 1.45] * 3), 2.0)
+    assert settled.within_noise(next(v for v in settled.variants if v.name == "optimized:fuse_maps=false"))
+    text = "\n".join(settled.caveats)
+    assert "after 9 rounds that is a tie: on this machine they are within" in text
+    assert "--repeats" not in text and "--turn_seconds" not in text and "longer run will not separate them" in text
+    assert "read them as ties (this run is as long as it needs)" in text
+    # Too few rounds asks for the same settling run, not for a few more.
+    assert any(c.startswith("1 round(s): too few") and "--repeats 9" in c for c in _ablation(31, repeats=1).caveats)
+
+
+def _timed_turns(run, turn_seconds):
+    """The run as if timed in turns of whole epochs lasting `turn_seconds` (no --batches)."""
+    return dataclasses.replace(run, settings={**run.settings, "batches": None, "turn_seconds": turn_seconds})
+
+
+def test_a_row_whose_median_and_ratio_point_different_ways_is_within_the_noise():
+    run = _ablation(31, repeats=5, fuse=[1 / 2.1, 1 / 2.2, 1 / 2.15, 1 / 2.0, 1 / 2.3], no_op=[1.0] * 5)
+    fuse = next(v for v in run.variants if v.name == "optimized:fuse_maps=false")
+    assert not caveats.within_noise(fuse, 1.0, reference_median=fuse.stats.median / 2)  # both say: faster
+    assert caveats.within_noise(fuse, 1.0, reference_median=fuse.stats.median * 1.1)  # the medians say: slower

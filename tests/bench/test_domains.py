@@ -23,7 +23,7 @@ from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.domains.image import ImageConfig, synthetic
 from tfpipe.errors import DataError
 
-IMAGE_STAGES = ("list", "read", "decode", "scale", "batch")  # the image domain's stages, list and batch added
+IMAGE_STAGES = ("list", "read", "decode", "batch")  # the image domain's stages, list and batch added
 SMALL = {"batch_size": 4, "height": 32, "width": 32}
 
 
@@ -78,9 +78,24 @@ def test_image_data_refuses_another_domains_fields_before_starting_workers(image
     manifest = tmp_path / "images.csv"  # a CSV of the same images: no class folders for a recipe
     paths = sorted(os.path.join(d, f) for d, _, fs in os.walk(images) for f in fs if f.endswith((".jpg", ".png")))
     manifest.write_text("path,label\n" + "".join(f"{p},{os.path.basename(os.path.dirname(p))}\n" for p in paths))
-    with pytest.raises(ValueError, match=r"the keras variant reads a folder with one subfolder per class"):
-        bench.run(str(manifest), ["optimized", "keras"], progress=False)
+    # A recipe that cannot read the data is skipped (below); with nothing left, the run says why, up front.
+    with pytest.raises(ValueError, match=r"no variant can read the data: keras: .*the keras variant reads a folder "
+                                         r"with one subfolder per class"):
+        bench.run(str(manifest), ["keras"], progress=False)
     assert multiprocessing.active_children() == []
+
+
+def test_a_recipe_that_refuses_the_data_is_skipped_with_its_reason_and_the_rest_is_timed(images):
+    # synth's image corpus has PNGs, which the tf-models recipe refuses (JPEG only): the bench goes on without it.
+    result = bench.run(images, ["tf-models", "optimized", "naive"], batches=1, repeats=2, warmup=0, overrides=SMALL,
+                       stages=False, progress=False)
+    assert multiprocessing.active_children() == []
+    assert [(v.name, v.reference) for v in result.variants] == [("optimized", "optimized"), ("naive", "optimized")]
+    (reason,) = result.skipped.values()
+    assert list(result.skipped) == ["tf-models"] and "files are not JPEG" in reason
+    assert "the tf-models recipe decodes JPEG only" in reason and not reason.startswith("variant")
+    assert f"skipped tf-models: {reason}" in result.table().splitlines()
+    assert json.loads(result.to_json())["skipped"] == {"tf-models": reason}
 
 
 def test_bad_image_fails_up_front_naming_the_variant(tmp_path):
@@ -112,7 +127,8 @@ def test_bench_times_naive_optimized_and_both_recipes_on_an_image_folder(jpegs, 
     (stage,) = result.stages
     assert (stage.label, stage.names, stage.batch_size) == ("image features", IMAGE_STAGES, 4)
     assert stage.limiting in IMAGE_STAGES and all(r > 0 for r in stage.rates)
-    assert stage.fused_rate > 0 and stage.vectorized_rate > 0 and stage.batched == 1  # scale: on whole batches
+    # Nothing of the image chain runs on whole batches: the dtype is made per image, in cache.
+    assert stage.fused_rate > 0 and stage.vectorized_rate is None and stage.batched == 0
     assert all(v.ideal == stage.ideal for v in result.variants)  # one config, one batch size
     text = result.table()
     assert "stages (image features, one thread" in text

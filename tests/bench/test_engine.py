@@ -148,3 +148,16 @@ def test_cores_pin_every_variant_once_per_count_and_give_the_speedup(tiny, tmp_p
     assert (tmp_path / "cores.png").read_bytes()[:8] == PNG_MAGIC
     with pytest.raises(ValueError, match=r"cores=3: this process may use 2 cores"):
         bench.run(tiny, ["naive"], cores=[1, 3], progress=False)
+
+
+def test_each_variant_reports_its_per_element_ceiling_and_the_cores_it_can_use(tiny):
+    result = bench.run(tiny, ["naive", "optimized"], batches=1, repeats=1, warmup=0, features=FEAT,
+                       overrides={"batch_size": 4}, stages=False, stage_seconds=0.05, progress=False)
+    for v in result.variants:
+        assert v.ceiling is not None and v.ceiling.rate > 0 and v.ceiling.fixed_us > 0 and v.ceiling.limiting
+        assert v.ceiling.usable_cores(v.stats.median, v.cores) > 0
+    assert "per-element ceiling" in result.table() and result.ops == ()  # the op table only with --ops
+    assert json.loads(result.to_json())["variants"][1]["ceiling"]["usable_cores"] > 0
+    plain = bench.run(tiny, ["optimized"], batches=1, repeats=1, warmup=0, features=FEAT, overrides={"batch_size": 4},
+                      stages=False, ceiling=False, progress=False)
+    assert plain.variants[0].ceiling is None and plain.phases["ops"] < 0.5

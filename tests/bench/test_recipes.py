@@ -24,10 +24,12 @@ def test_each_domain_offers_the_recipes_its_package_has():
         recipes.load(audio, "tf-models")
 
 
-def test_a_new_recipe_is_one_entry(monkeypatch):
+def test_a_new_recipe_is_one_entry_here_and_one_in_each_domain_that_has_it(monkeypatch):
     from tfpipe.domains.image.recipes import tf_models_recipe
 
-    monkeypatch.setitem(recipes.RECIPES, "resnet", recipes.Recipe("recipes", "tf_models_recipe", "ResNet"))
+    image = get_domain("image")
+    monkeypatch.setitem(recipes.RECIPES, "resnet", recipes.Recipe("ResNet"))
+    monkeypatch.setattr(image, "recipes", {**image.recipes, "resnet": "tfpipe.domains.image.recipes:tf_models_recipe"})
     assert recipes.find(get_domain("image"), "resnet") is tf_models_recipe
     assert recipes.find(get_domain("audio"), "resnet") is None
 

@@ -33,7 +33,7 @@ def test_round_stats_ratio_cancels_a_slow_round():
 def test_json_schema_is_stable():
     data = json.loads(result({"naive": [1.0, 2.0], "optimized": [0.5, 0.5]}, REFS).to_json())
     assert set(data) == TOP_KEYS
-    assert (data["format"], data["version"]) == ("tfpipe-bench", 4)
+    assert (data["format"], data["version"]) == ("tfpipe-bench", 5)
     assert set(data["settings"]) == SETTINGS_KEYS and set(data["machine"]) == MACHINE_KEYS
     assert set(data["variants"][0]) == VARIANT_KEYS
     assert set(data["variants"][0]["examples_per_s"]) == {"median", "min", "max", "rounds"}

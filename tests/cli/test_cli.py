@@ -205,3 +205,22 @@ def test_quiet_leaves_a_users_log_level_alone_and_checks_its_argument():
     bad = subprocess.run([sys.executable, "-c", "import tfpipe; tfpipe.quiet(level=5)"], capture_output=True,
                          text=True, timeout=60, env=_env())
     assert bad.returncode != 0 and "TF_CPP_MIN_LOG_LEVEL must be 0, 1, 2 or 3" in bad.stderr
+
+
+def test_help_describes_the_registered_domains_not_one_of_them():
+    # Issue 32: `tfpipe --help` said synth writes audio only and `prepare --help` called --input a "Wav folder".
+    from tfpipe.core import registry
+
+    domains = registry.domains().values()
+    usage = _tfpipe("--help").stdout
+    synth = next(line for line in usage.splitlines() if line.strip().startswith("synth "))
+    assert all(d.name in synth for d in domains if d.corpus), synth
+    prepare = next(line for line in usage.splitlines() if line.strip().startswith("prepare "))
+    assert all(ext in prepare for d in domains for ext in d.extensions), prepare
+    text = re.sub(r"\s+", " ", _tfpipe("prepare", "--help").stdout)
+    given = re.search(r"--input: (.*?)--", text).group(1)
+    assert "wav folder" not in given.lower() and all(ext in given for d in domains for ext in d.extensions), given
+    store = re.search(r"--store: <([^>]*)>", text).group(1).split("|")
+    assert store == list(dict.fromkeys(s for d in domains for s in d.stores()))
+    synth_help = re.sub(r"\s+", " ", _tfpipe("synth", "--help").stdout)
+    assert all(f"{d.name} ({d.corpus.about})" in synth_help for d in domains if d.corpus), synth_help

@@ -133,3 +133,47 @@ def test_hand_run_multi_host_mode_is_retired_with_the_beam_replacement_named(cor
         compat.merge_index(str(tmp_path / "multi"))
     line = _one_line_error(_cli("prepare", "--input", corpus, "--output", str(tmp_path / "m"), "--num_hosts", "2"))
     assert "--runner=beam" in line
+
+
+# `tfpipe prepare` paused inside its second shard (as tests.support.PAUSED_WRITER pauses write_shards), so
+# Ctrl-C lands while it writes: no timing to guess.
+_PAUSED_PREPARE = """
+import sys, time
+from tfpipe.storage import shard_job
+shard_job._CHUNK_EXAMPLES = 1
+chunk = shard_job._chunk_examples
+def paused(job, inputs, *rest):
+    if job.spec.index == 1 and inputs.start == 1:
+        open(sys.argv[1], "w").close()
+        while True:
+            time.sleep(60)
+    return chunk(job, inputs, *rest)
+shard_job._chunk_examples = paused
+from tfpipe.cli import main
+main(["tfpipe", "prepare"] + sys.argv[2:])
+"""
+
+
+def test_ctrl_c_in_prepare_is_one_line_and_exit_130_and_the_same_command_finishes(corpus, tmp_path):
+    import signal
+    import time
+
+    out, marker = str(tmp_path / "s"), str(tmp_path / "paused")
+    args = ["--input", corpus, "--output", out, "--clip_seconds", "0.25", "--num_shards", "3", "--workers", "0"]
+    # A terminal's Ctrl-C: SIGINT to the whole process group, with the default disposition.
+    proc = subprocess.Popen([sys.executable, "-c", _PAUSED_PREPARE, marker, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while not os.path.exists(marker):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (proc.returncode, err[-3000:])
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
+    said = [line for line in err.splitlines() if line.strip() and not line.startswith("tfpipe prepare:  ")]
+    assert said == ["tfpipe prepare: stopped (Ctrl-C); finished shards are kept: rerun the same command to go on"]
+    assert not os.path.exists(os.path.join(out, "tfpipe.json"))  # partial output never looks complete
+    done = _cli("prepare", *args)
+    assert done.returncode == 0 and "1 of 3 shards were already complete" in done.stdout, done.stderr[-2000:]

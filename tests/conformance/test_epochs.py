@@ -5,6 +5,7 @@ a mixture draws by weight), what it does guarantee."""
 import collections
 
 import pytest
+import tensorflow as tf
 
 import tfpipe
 from tests.conformance import runners, world
@@ -53,3 +54,20 @@ def test_a_mixture_draws_both_members_by_weight_with_one_id_per_class_name(kinds
     counts = collections.Counter(runners.flat(batches))
     assert set(counts) == set(k.order)  # every example of both members, 160 draws of 32
     assert sum(c for i, c in counts.items() if i < 200) > 40 and sum(c for i, c in counts.items() if i >= 200) > 40
+
+
+def test_records_of_one_file_written_in_label_order_are_shuffled_within_it(tmp_path):
+    # The resumable order permutes files per epoch and records in windows: a file written class
+    # after class must not give batches of one class (with make_input_fn, as an Estimator trains).
+    path = str(tmp_path / "sorted.tfrecord")
+    with tf.io.TFRecordWriter(path) as w:
+        for i in range(48):
+            w.write(world._example(i, i // 16))  # 16 of class 0, then 1, then 2
+    source = tfpipe.records(path, spec=world._SPEC, label_key="label", progress=False)
+    p = preset("optimized", tmp_path)
+    for make in (lambda: tfpipe.build_dataset(source, "train", p),
+                 lambda: tfpipe.make_input_fn(source, "train", p)()):
+        batches = runners.graph(make, world.feature_ids, 12)
+        one_class = [len(set(labels.tolist())) == 1 for _, labels in batches]
+        assert sum(one_class) <= 3, f"{sum(one_class)} of 12 batches hold one class"
+        assert sorted(runners.flat(batches[:12])) == sorted(list(range(48)))

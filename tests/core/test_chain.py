@@ -66,14 +66,33 @@ def _ops(corpus, pipeline, mode="train"):
 
 
 def _maps(ops):
-    return [i for i, op in enumerate(ops) if "MapDataset" in op and op != "FlatMapDataset"]
+    """Positions of the chain's maps (not the order's flat_map, nor the map TF's rebatch adds before itself)."""
+    return [i for i, op in enumerate(ops) if "MapDataset" in op and op != "FlatMapDataset"
+            and not (op == "MapDataset" and i + 1 < len(ops) and ops[i + 1] == "RebatchDatasetV2")]
+
+
+def _batch(ops):
+    """Position of the step that makes the batches: rebatch (of groups or windows), else batch."""
+    return ops.index("RebatchDatasetV2") if "RebatchDatasetV2" in ops else len(ops) - 1 - ops[::-1].index("BatchDatasetV2")
 
 
 def test_optimized_chain_is_order_map_batch_map_prefetch(corpus):
     # The order (epochs of seeded file permutations: repeat + shuffle files in one) is a range of
     # epochs, each flat-mapped to its permuted file table: no per-example map or shuffle buffer.
-    assert _ops(corpus, OPT) == ["RangeDataset", "FlatMapDataset", "ParallelMapDatasetV2",
-                                 "BatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset", "OptionsDataset"]
+    # Files go in groups of 8 to one call of the read map, whose groups are re-cut into batches
+    # (TF's rebatch adds a map of its own before it).
+    assert _ops(corpus, OPT) == ["RangeDataset", "FlatMapDataset", "BatchDatasetV2", "ParallelMapDatasetV2",
+                                 "MapDataset", "RebatchDatasetV2", "ParallelMapDatasetV2", "PrefetchDataset",
+                                 "OptionsDataset"]
+    ungrouped = dataclasses.replace(OPT, group_maps=False)
+    assert _ops(corpus, ungrouped) == ["RangeDataset", "FlatMapDataset", "ParallelMapDatasetV2", "BatchDatasetV2",
+                                       "ParallelMapDatasetV2", "PrefetchDataset", "OptionsDataset"]
+    # The same batches either way: grouping changes the calls, not the stream.
+    fixed = dataclasses.replace(OPT, deterministic=True)
+    for a, b in zip(build_dataset(corpus, "train", fixed, FEAT).take(5),
+                    build_dataset(corpus, "train", dataclasses.replace(fixed, group_maps=False), FEAT).take(5)):
+        np.testing.assert_array_equal(a[1], b[1])
+        np.testing.assert_allclose(a[0]["log_mel"], b[0]["log_mel"], rtol=1e-5, atol=1e-5)
 
 
 def test_naive_chain_is_the_seed_questions(corpus):
@@ -121,8 +140,8 @@ def test_parallel_map_switches_every_map(corpus):
 
 def test_vectorize_computes_features_on_whole_batches(corpus):
     on, off = _ops(corpus, OPT), _ops(corpus, dataclasses.replace(OPT, vectorize=False))
-    assert _maps(on)[-1] > on.index("BatchDatasetV2")
-    assert _maps(off)[-1] < off.index("BatchDatasetV2")
+    assert _maps(on)[-1] > _batch(on)
+    assert _maps(off)[-1] < _batch(off)
 
 
 def test_prefetch_is_the_last_step(corpus):

@@ -1,6 +1,7 @@
 """Domain and Offline are ABCs: what a domain must implement fails at instantiation; the shared helpers."""
 
 import dataclasses
+import os
 
 import pytest
 
@@ -79,3 +80,50 @@ def test_check_stored_fields_names_each_difference_and_the_flags_that_match():
     assert message.startswith("idx.json: the shards were written with size=8 (pipeline asks for 4), "
                               "colour='blue' (pipeline asks for 'red')")
     assert message.endswith("(--size 8 --colour blue)")
+
+
+@dataclasses.dataclass(frozen=True)
+class ToyCorpusConfig:
+    size: int = config_field(2, "Size.", min=1)
+    seed_words: str = config_field("x", "Words.")
+
+
+def write_toy(out_dir, *, per_class, seed, progress, size, seed_words):
+    """A corpus writer as Corpus.writer names it (module:function)."""
+    import os
+
+    for name in ("a", "b"):
+        os.makedirs(os.path.join(out_dir, name), exist_ok=True)
+        for i in range(per_class):
+            with open(os.path.join(out_dir, name, f"{i}.toy"), "w") as f:
+                f.write(seed_words * size)
+    return out_dir
+
+
+def test_a_corpus_writes_with_its_settings_and_follows_the_domain_config(tmp_path):
+    from tfpipe.core.domain import Corpus
+
+    corpus = Corpus(f"{__name__}:write_toy", ToyCorpusConfig, "two classes of toys")
+    assert corpus.settings_for(ToyConfig(size=7)) == ToyCorpusConfig(size=7)  # a field of one name follows
+    out = corpus.write(str(tmp_path / "c"), per_class=2, settings=ToyCorpusConfig(seed_words="ab"))
+    assert sorted(os.listdir(out)) == ["a", "b"] and open(os.path.join(out, "a", "1.toy")).read() == "abab"
+
+
+def test_what_a_domain_need_not_carry_has_defaults():
+    toy = ToyDomain()
+    assert (toy.default, toy.corpus, dict(toy.recipes), toy.training_store, toy.shards_for_training) == (
+        False, None, {}, "", False)
+    assert toy.recipe("keras") is None
+    with pytest.raises(NotImplementedError, match="the toy domain does not say what a client sends"):
+        toy.serving_inputs(["a.toy"], ToyConfig())
+
+
+def test_the_default_model_input_is_one_standardized_nhwc_tensor():
+    import numpy as np
+    import tensorflow as tf
+
+    x = ToyDomain().model_input({"v": tf.constant(np.arange(24, dtype=np.float32).reshape(2, 3, 4))}, ToyConfig())
+    assert x.shape == (2, 3, 4, 1)
+    np.testing.assert_allclose(tf.reduce_mean(x, axis=[1, 2, 3]).numpy(), [0, 0], atol=1e-5)
+    with pytest.raises(ValueError, match="model_input takes one feature"):
+        ToyDomain().model_input({"a": tf.zeros([1, 2, 2]), "b": tf.zeros([1, 2, 2])}, ToyConfig())

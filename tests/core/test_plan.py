@@ -22,6 +22,8 @@ AUDIO = Yields((Stage("read", _fn), Stage("decode", _fn, batchable=True), Stage(
 IMAGE = Yields((Stage("read", _fn), Stage("decode", _fn, random=True), Stage("scale", _fn, batchable=True)))
 BLOCKS = Yields((Stage("cast", _fn, batchable=True),), records=True, blocked=True)
 RECORDS = Yields((Stage("parse", _fn, batchable=True),), records=True)
+FIXED = Yields((Stage("read", _fn, fixed_shape=True, example_bytes=8000),
+                Stage("decode", _fn, batchable=True, fixed_shape=True)))
 
 
 def _plan(p=OPT, source=AUDIO, **request):
@@ -34,6 +36,20 @@ def _plan(p=OPT, source=AUDIO, **request):
 def test_the_optimized_chain_reads_like_the_proven_order():
     # The order step is repeat + shuffle files in one: each epoch a seeded permutation of the files.
     assert _plan() == "order -> map(read) -> batch -> map(decode+features) -> prefetch -> prefetch_to_device"
+
+
+def test_per_example_work_of_fixed_shapes_is_grouped_into_one_call_per_group():
+    assert _plan(OPT, FIXED) == ("order -> group -> map(read) -> rebatch -> map(decode) -> prefetch "
+                                 "-> prefetch_to_device")
+    assert next(s for s in plan(OPT, FIXED) if s.name == "map").group == 8
+    # Not where a group could straddle the data's end (eval, epochs), nor for shapes that vary.
+    assert "group" not in _plan(OPT, FIXED, mode="eval") and "group" not in _plan(OPT, FIXED, epochs=2)
+    assert "group" not in _plan(OPT, AUDIO) and "group" not in _plan(dataclasses.replace(OPT, group_maps=False), FIXED)
+    per_example = Yields((Stage("decode", _fn, fixed_shape=True, example_bytes=3072),), records=True, blocked=True)
+    assert _plan(OPT, per_example).startswith("order -> group -> map(decode) -> rebatch")  # windows re-cut into groups
+    # Big examples are not grouped: stacking them costs more than the per-element steps it saves.
+    big = Yields((Stage("decode", _fn, fixed_shape=True, example_bytes=224 * 224 * 3 * 4),), records=True, blocked=True)
+    assert "group" not in _plan(OPT, big)
 
 
 def test_the_naive_chain_is_the_seed_questions():
@@ -150,7 +166,7 @@ def test_every_step_carries_its_sizes_so_the_chain_reads_no_config():
 @pytest.mark.parametrize("toggle", TOGGLES)
 def test_every_toggle_changes_some_plan(toggle):
     flipped = dataclasses.replace(OPT, **{toggle: not getattr(OPT, toggle)})
-    cases = [(AUDIO, {}), (IMAGE, {}), (BLOCKS, {}), (RECORDS, {}), (AUDIO, {"mode": "eval"})]
+    cases = [(AUDIO, {}), (IMAGE, {}), (BLOCKS, {}), (RECORDS, {}), (AUDIO, {"mode": "eval"}), (FIXED, {})]
     differs = [plan(OPT, src, Request(**r)) != plan(flipped, src, Request(**r)) for src, r in cases]
     # shuffle_blocks is the block shuffle of chains off the order (shuffle_filenames=False)
     off_order = dataclasses.replace(OPT, shuffle_filenames=False)

@@ -1,5 +1,6 @@
 """python_fn: numpy code in a chain, whose failures name the function and the file."""
 
+import re
 import time
 
 import numpy as np
@@ -85,3 +86,39 @@ def test_a_bad_output_signature_is_refused_at_once():
         python_fn(len, [tf.float32])
     with pytest.raises(DataError):
         raise DataError("DataError is a ValueError")  # the type python_fn raises inside the map
+
+
+def test_a_snapshot_is_keyed_on_the_functions_code(tmp_path):
+    # The same chain with a python_fn whose code changed (same name) must not be served the old snapshot.
+    paths = _files(tmp_path, 4)
+    pipe = tfpipe.PipelineConfig.optimized(batch_size=2, cache=f"snapshot:{tmp_path / 'snap'}")
+
+    def read(scale):
+        def read_text(path, label):
+            return {"v": np.float32(open(path.decode()).read()) * scale}, label
+        return _python_read(read_text)
+
+    def values(fn):
+        ds = tfpipe.build_dataset((paths, [0] * 4), "eval", pipe, read=fn)
+        return sorted(float(v) for f, _ in ds.as_numpy_iterator() for v in f["v"])
+
+    assert values(read(1)) == [0, 1, 2, 3]
+    assert values(read(1)) == [0, 1, 2, 3]  # the same code: the snapshot serves it
+    assert values(read(1000)) == [0, 1000, 2000, 3000]  # other code: a new snapshot, not the old values
+    from tfpipe.core.python_fn import code_key
+    assert code_key(read(1)) == code_key(read(1)) != code_key(read(1000))
+
+
+def test_a_call_running_long_without_a_deadline_is_named_once_a_minute(tmp_path, monkeypatch, capfd):
+    from tfpipe.core import python_fn as module
+
+    monkeypatch.setattr(module._Running, "NOTE_AFTER_S", 0.3)
+    paths = _files(tmp_path, 2)
+
+    def slow(path, label):
+        time.sleep(1.5)
+        return {"v": np.float32(open(path.decode()).read())}, label
+
+    assert _values(paths, _python_read(slow)) == [0.0, 1.0]
+    assert re.search(r"tfpipe: python_fn read_text has been running \d+ s on input \('.*f[01].txt', 0\)",
+                     capfd.readouterr().err)

@@ -8,7 +8,7 @@ from tfpipe.core import registry
 @pytest.fixture
 def saved_registry():
     """The registry's tables as they were, put back after the test."""
-    registry.domains()  # the built-in plug-ins registered first
+    registry.folder_readers()  # every built-in plug-in registered first (domains() loads the domains only)
     tables = (registry._DOMAINS, registry._FOLDER_READERS, registry._DISTRIBUTOR)  # pylint: disable=protected-access
     saved = [dict(t) for t in tables]
     yield
@@ -48,3 +48,14 @@ def test_the_distributor_slot_is_refused_twice_unless_replaced(saved_registry):
         registry.register_distributor(other)
     registry.register_distributor(other, replace=True)
     assert registry.distributor() is other
+
+
+def test_the_default_domain_is_the_one_that_says_so_and_configs_name_their_domain(saved_registry):
+    import tfpipe
+
+    audio, image = registry.get_domain("audio"), registry.get_domain("image")
+    assert registry.default_domain() is audio and audio.default and not image.default
+    assert registry.domain_of_config(tfpipe.ImageConfig()) is image
+    assert registry.domain_of_config(None) is audio
+    with pytest.raises(ValueError, match=r"int: no registered domain has this config class"):
+        registry.domain_of_config(3)

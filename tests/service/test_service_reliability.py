@@ -244,3 +244,16 @@ def test_a_free_port_given_explicitly_still_works():
         service.check_dispatcher(f"localhost:{port}")
     finally:
         d.stop()
+
+
+def test_every_server_says_its_port_is_open_on_all_interfaces_without_authentication(capfd):
+    from tfpipe.service.servers import start_dispatcher, start_worker
+
+    dispatcher = start_dispatcher(0)
+    worker = start_worker(dispatcher.target.split("://", 1)[1])
+    err = capfd.readouterr().err
+    for kind, port in (("dispatcher", dispatcher.target.rsplit(":", 1)[1]), ("worker", worker._address.rsplit(":", 1)[1])):
+        assert re.search(rf"tfpipe: the tf.data service {kind} listens on port {port} on ALL network interfaces, "
+                         rf"with no authentication", err), err
+    worker.stop()
+    dispatcher.stop()

@@ -28,3 +28,26 @@ def test_protobuf_fields_of_a_get_workers_response_are_read():
     raw = b"\n\x11\n\x0flocalhost:33655\n\x0b\n\thost:5051"
     assert [service_watch._fields(w)[1] for w in service_watch._fields(raw, repeated=1)] == [b"localhost:33655",
                                                                                             b"host:5051"]
+
+
+def test_a_finite_dataset_looks_at_its_workers_once_more_when_it_ends():
+    # An eval epoch can end between two of the watcher's looks: the last look is at its end.
+    import tensorflow as tf
+
+    from tfpipe.service.watch import at_end
+
+    calls = []
+    ds = at_end(tf.data.Dataset.range(5).map(lambda i: ({"x": tf.fill([2], i)}, i)), lambda: calls.append(1))
+    seen = [int(i) for _, i in ds]
+    assert seen == [0, 1, 2, 3, 4] and calls == [1]
+    with tf.Graph().as_default():  # an Estimator's eval reads it in a graph of its own
+        ends = at_end(tf.data.Dataset.range(3), lambda: calls.append(2))
+        element = tf.compat.v1.data.make_one_shot_iterator(ends).get_next()
+        with tf.compat.v1.Session() as session:
+            got = []
+            try:
+                while True:
+                    got.append(session.run(element))
+            except tf.errors.OutOfRangeError:
+                pass
+    assert got == [0, 1, 2] and calls == [1, 2]

@@ -15,7 +15,7 @@ from tests.support import make_corpus
 from tfpipe.config import PipelineConfig
 from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.train.estimator import InputWaitHook, make_input_fn
-from tfpipe.train.wait import verdict
+from tfpipe.train.wait import WaitStats, verdict
 
 BATCH = 8
 
@@ -105,6 +105,24 @@ def test_own_model_fn_on_make_input_fn_and_iterators_the_step_does_not_use_stay_
     assert hook.stats.steps == 6 and hook.stats.examples == 6 * 4
     estimator.train(make_input_fn(corpus, "train", pipe, AudioConfig(clip_seconds=0.25)), steps=5, hooks=[hook])
     assert hook.stats.steps == 6 + 3  # a second train call adds to the figures
+
+
+def test_a_second_run_into_a_finished_model_dir_says_no_step_ran_and_a_folder_gets_its_bench_command(
+        corpus, tmp_path):
+    pipe = PipelineConfig.optimized(batch_size=4, seed=0)
+    input_fn = make_input_fn(corpus, "train", pipe, AudioConfig(clip_seconds=0.25))
+    estimator = tf.estimator.Estimator(_model_fn, config=_config(tmp_path, "twice"), params={})
+    first, lines = InputWaitHook(every_n_steps=0, warmup_steps=1), []
+    estimator.train(input_fn, max_steps=6, hooks=[first])
+    assert first.stats.steps == 5 and first.context.data == corpus  # make_input_fn named the folder it read
+    assert first.context.cpu_only == (not tf.config.list_physical_devices("GPU"))
+    assert first.summary().startswith("input wait over 5 steps, ")
+    assert f"`tfpipe bench --data {corpus} --variants naive,optimized" in verdict(WaitStats(5, 20, 1.0, 0.5),
+                                                                                 first.context)
+    again = InputWaitHook(every_n_steps=0, warmup_steps=1, report=lines.append)
+    estimator.train(input_fn, max_steps=6, hooks=[again])  # already at max_steps: skipped
+    assert again.stats.steps == 0
+    assert again.summary().startswith("input wait: no training step ran") and "max_steps" in again.summary()
 
 
 def test_a_step_fed_without_an_iterator_is_named():

@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 import tfpipe
+from tfpipe.train import wait
 from tfpipe.train.keras import InputWaitCallback, split_datasets
 
 BATCH = 8
@@ -88,9 +89,11 @@ def test_a_fit_that_failed_midway_leaves_nothing_in_the_way_of_the_next():
     bad = _dataset().map(lambda x, y: (tf.ensure_shape(tf.numpy_function(fail_third, [x], tf.float32), [BATCH, 4]), y))
     with pytest.raises(Exception, match="a bad batch"):
         model.fit(bad, epochs=1, verbose=0, callbacks=[InputWaitCallback()])
-    callback = InputWaitCallback()
+    callback = InputWaitCallback(data="photos/")
+    assert callback.summary().startswith("input wait: no training step ran: training returned before")
     model.fit(_dataset(), epochs=2, verbose=0, callbacks=[callback])
     assert [s.steps for s in callback.epochs] == [4, 5]  # measured (the first call traces the timed function)
+    assert callback.context == wait.WaitContext(cpu_only=not tf.config.list_physical_devices("GPU"), data="photos/")
     assert model.train_function is model.train_tf_function
 
 

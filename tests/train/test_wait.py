@@ -42,6 +42,34 @@ def test_verdict_names_the_bound_the_share_and_what_to_do(wait_seconds, starts, 
     assert "no training steps" in wait.verdict(WaitStats())
 
 
+def test_on_a_cpu_only_host_the_wait_bounds_the_gain_and_the_bench_over_the_folder_measures_it():
+    # The run: naive at 25.9% wait ("up to 1.4x faster") gained nothing over optimized on 2 cores.
+    stats = WaitStats(100, 3200, 1.0, 0.259)
+    text = wait.verdict(stats, wait.WaitContext(cpu_only=True, data="photos/"))
+    assert text.startswith("input-bound: 26% of each step waits for data, but on this CPU-only host"), text
+    assert "share the cores, so the wait is not idle time" in text and "1.3x is only a bound" in text
+    assert "faster" not in text.replace("a faster pipeline", "")  # no promise of speed
+    assert "`tfpipe bench --data photos/ --variants naive,optimized` measures" in text
+    assert "--dataset_fn" not in text
+    # With a GPU the wait is idle time: the bound stands, and the folder's bench command is the one given.
+    gpu = wait.verdict(stats, wait.WaitContext(data="my photos/"))
+    assert "steps would be up to 1.3x faster" in gpu and "`tfpipe bench --data 'my photos/' --variants " \
+        "naive,optimized --ops`" in gpu and "--dataset_fn" not in gpu
+    # A user's own input_fn (no folder known): their function is what to time.
+    own = wait.verdict(stats, wait.WaitContext(cpu_only=True))
+    assert "`tfpipe bench --dataset_fn MODULE.py:FUNCTION --variants naive,optimized` measures" in own
+    assert wait.verdict(WaitStats(100, 3200, 1.0, 0.01), wait.WaitContext(cpu_only=True)).startswith("compute-bound")
+
+
+def test_a_run_with_no_step_says_no_step_ran_instead_of_zero_figures():
+    # A second run into a model_dir already at max_steps: the Estimator skips training, the hook never begins.
+    line = wait.summary_line(WaitStats(), unmeasured=wait.why_unmeasured(False, 0, 10))
+    assert line.startswith("input wait: no training step ran: training returned before it started a session")
+    assert "already at max_steps" in line and "0 examples/s" not in line and "0.0%" not in line
+    assert wait.why_unmeasured(True, 0, 10) == "no training step ran"
+    assert "within the 10 warm-up step(s)" in wait.why_unmeasured(True, 4, 10)
+
+
 def test_log_lines_carry_the_figures():
     stats = WaitStats(100, 6400, 2.0, 0.5)
     assert wait.progress_line("step 1200", stats) == \

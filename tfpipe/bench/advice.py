@@ -36,18 +36,40 @@ _STAGE_ADVICE = {
 }
 
 
-def stage_advice(report: Any, data: Optional[str], variants: Sequence[Any] = ()) -> list[str]:
+# The same, where the run already reads shards `tfpipe prepare` wrote ({shards}): no advice to write them again.
+_PREPARED_ADVICE = {
+    "read": "reading the files limits it (many small files or a slow disk): the shards variants read the same "
+            "examples from {shards} as a few large shards (compare their rows), or cache='memory' keeps the bytes "
+            "in RAM if they fit",
+    "decode": "decoding every example in every epoch limits it: the shards variants read {shards}, which "
+              "`tfpipe prepare` wrote (compare their rows); shards that store encoded images are decoded every "
+              "epoch too, where raw pixels (prepare --store raw) are not",
+    "features": "computing the features limits it: the shards variants read them computed once from {shards} "
+                "(compare their rows)",
+}
+
+
+def stage_advice(report: Any, data: Optional[str], variants: Sequence[Any] = (), *,
+                 shards: Optional[str] = None) -> list[str]:
     """What to do about a stage report's limiting stage, and about variants far below its limit.
+
+    Advice respects what the run already did: with a shard folder (`shards`) it points at the
+    shards rows instead of `tfpipe prepare`, and it names no toggle every tfpipe variant has on.
 
     Args:
       report: a StageReport.
       data: the data folder the stages read (for the commands).
       variants: the VariantResults whose limit this report is.
+      shards: the run's --shards folder (None: none).
     """
     stages = report.limiting.split(" + ")
-    text = next((_STAGE_ADVICE[s] for s in reversed(stages) if s in _STAGE_ADVICE),
-                f"{report.limiting} limits it: --ops times each op of the chain")
-    out = [text.format(data=data or "DATA")]
+    table = {**_STAGE_ADVICE, **(_PREPARED_ADVICE if shards else {})}
+    key = next((s for s in reversed(stages) if s in table), None)
+    text = table[key] if key else f"{report.limiting} limits it: --ops times each op of the chain"
+    if key == "features" and not shards and _all_on(variants, "vectorize"):
+        text = ("computing the features limits it, already on whole batches (vectorize is on): `tfpipe prepare "
+                "--input {data} --output SHARDS` computes them once for every epoch")
+    out = [text.format(data=data or "DATA", shards=shards)]
     below = {v.key: v.share_of_ideal for v in variants
              if v.share_of_ideal is not None and v.share_of_ideal < _BELOW_LIMIT and v.kind == "pipeline"
              and (v.config.get("pipeline") or {}).get("parallel_map")}  # a sequential chain is far below anyway
@@ -60,8 +82,20 @@ def stage_advice(report: Any, data: Optional[str], variants: Sequence[Any] = ())
     return out
 
 
-def ops_advice(report: Any, measured: Optional[float]) -> list[str]:
-    """What the limiting op of an OpsReport means, given the rate its chain reached (examples/s)."""
+def _all_on(variants: Sequence[Any], toggle: str) -> bool:
+    """Every tfpipe-chain variant among `variants` has `toggle` on (and there is one)."""
+    configs = [v.config.get("pipeline") or {} for v in variants if v.kind in ("pipeline", "shards")]
+    return bool(configs) and all(c.get(toggle) for c in configs)
+
+
+def ops_advice(report: Any, measured: Optional[float], variant: Any = None) -> list[str]:
+    """What the limiting op of an OpsReport means, given the rate its chain reached (examples/s).
+
+    Args:
+      report: the OpsReport.
+      measured: the rate the variant's chain reached, examples/s (None: unknown).
+      variant: its VariantResult: for tfpipe's own chains the advice names the toggle, not tf.data's argument.
+    """
     i = report.limiting
     op, capacity, label = report.ops[i], report.capacities[i], report.label(i)
     beats = measured is not None and measured > capacity * 1.05
@@ -81,5 +115,30 @@ def ops_advice(report: Any, measured: Optional[float]) -> list[str]:
     if op.parallel:
         return [f"{label} already runs on {op.parallelism} threads: fewer ms per example in it (or more cores) "
                 f"is what helps"]
+    pipeline = variant.config.get("pipeline") if variant is not None and variant.kind in _TFPIPE_KINDS else None
+    if pipeline:
+        return [_tfpipe_op_advice(label, "Map" in op.op, variant.name, pipeline)]
     return [f"{label} runs on one thread: give it num_parallel_calls=tf.data.AUTOTUNE if it is a map, or "
             f"move its work into one"]
+
+
+# Variant kinds whose chain tfpipe's toggles build (a dataset_fn gets them too): advice names the toggle.
+_TFPIPE_KINDS = ("pipeline", "shards", "dataset_fn")
+# Toggles that take per-example steps off a chain: onto files (shuffle), into one map (fuse) or onto batches.
+_PER_EXAMPLE_TOGGLES = ("fuse_maps", "shuffle_filenames", "vectorize")
+
+
+def _tfpipe_op_advice(label: str, is_map: bool, name: str, pipeline: dict) -> str:
+    """A sequential op in a chain tfpipe's toggles built: the toggle (flag, variant spec) that changes it."""
+    spec = f"{name},{{}}" if ":" in name else f"{name}:{{}}"
+    if is_map and not pipeline.get("parallel_map", True):
+        return (f"{label} runs on one thread because {name} has parallel_map=false (the naive preset's): "
+                f"parallel_map=true runs its maps with AUTOTUNE (flag --parallel_map, variant "
+                f"{spec.format('parallel_map=true')})")
+    off = [t for t in _PER_EXAMPLE_TOGGLES if pipeline.get(t) is False]
+    if off:
+        return (f"{label} runs on one thread, once per example: {', '.join(off)} {'is' if len(off) == 1 else 'are'} "
+                f"off in {name}; {' / '.join(f'{t}=true' for t in off)} takes per-example steps off the chain "
+                f"(variant {spec.format(','.join(f'{t}=true' for t in off))})")
+    return (f"{label} runs on one thread, once per example, with every per-example toggle already on: fewer ms per "
+            f"example in it (a faster core) is what helps, not more cores")

@@ -11,7 +11,6 @@ import dataclasses
 from typing import Any, Mapping, Optional, Sequence
 
 from tfpipe.config import PipelineConfig
-from tfpipe.domains.audio.config import AudioConfig
 
 _PIPELINE_FIELDS = {f.name for f in dataclasses.fields(PipelineConfig)}
 
@@ -29,12 +28,9 @@ def of_config(config: Any) -> Any:
     Raises:
       ValueError: no registered domain uses this config class.
     """
-    from tfpipe.core.registry import domains
+    from tfpipe.core.registry import domain_of_config
 
-    for domain in domains().values():
-        if isinstance(config, domain.config_class):
-            return domain
-    raise ValueError(f"{type(config).__name__}: no registered domain has this config class")
+    return domain_of_config(config)
 
 
 def base_features(inputs: Any, features: Any, overrides: Optional[Mapping[str, Any]]) -> Any:
@@ -49,7 +45,7 @@ def base_features(inputs: Any, features: Any, overrides: Optional[Mapping[str, A
     """
     domain = inputs.domain
     if domain is None:
-        base = features if features is not None else AudioConfig()
+        base = features if features is not None else _default_config()
     elif features is None and _stored(inputs) is not None:
         base = _stored(inputs).config(None)
     else:
@@ -61,6 +57,13 @@ def base_features(inputs: Any, features: Any, overrides: Optional[Mapping[str, A
                          f"{domain.name} data in {inputs.data or inputs.shards} (nor of PipelineConfig); its "
                          f"fields are {', '.join(sorted(names))}")
     return dataclasses.replace(base, **{k: v for k, v in (overrides or {}).items() if k in names})
+
+
+def _default_config() -> Any:
+    """The default domain's config (no data to say which domain)."""
+    from tfpipe.core.registry import default_domain
+
+    return default_domain().config()
 
 
 def _stored(inputs: Any) -> Optional[Any]:

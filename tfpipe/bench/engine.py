@@ -44,6 +44,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 from tfpipe.bench import domains as bench_domains
 from tfpipe.bench import user_fns
 from tfpipe.bench import worker as bench_worker
+from tfpipe.bench.ceiling import Ceiling
 from tfpipe.bench.report import BenchResult, StageReport, Turn, VariantResult, round_stats
 from tfpipe.bench import session as session_lib
 from tfpipe.bench.session import Session
@@ -70,6 +71,7 @@ class RunOptions:
       stages: measure the one-thread rate of each stage of the data's domain, the limit and its stage.
       stage_seconds: time budget of each stage (and op) measurement.
       ops: time each dataset op of every variant's final chain on one thread.
+      ceiling: measure each variant's per-element ceiling (its one-thread ops; with `ops`, from the same timing).
       cores: run every variant once per core count, pinned to that many cores (empty: not pinned).
     """
 
@@ -83,13 +85,17 @@ class RunOptions:
     step_ms: float = config_field(0.0, "Simulated accelerator step per batch, in ms of sleep: shows how much of the "
                                        "step the input hides (prefetch: max(input, step) instead of input + step).",
                                   min=0.0)
-    stages: bool = config_field(True, "Measure the one-thread rate of each stage of the data's domain (wav: read, "
-                                      "decode, features; images: read, decode, scale), the stage that limits the "
+    stages: bool = config_field(True, "Measure the one-thread rate of each stage of the data's domain (its read, "
+                                      "decode, features, ... as it names them), the stage that limits the "
                                       "pipeline and its limit (its rate x the cores), once per distinct feature "
                                       "config among the variants (at most 2).")
     stage_seconds: float = config_field(0.5, "Time budget of each stage measurement.", min=0.01)
     ops: bool = config_field(False, "Also time each dataset op of every variant's final chain on one thread "
                                     "(shown by op type and the name given with name=) and name the op that limits it.")
+    ceiling: bool = config_field(True, "Measure each variant's per-element ceiling: the ops of its final chain that "
+                                       "run on one thread (all but parallel maps and interleaves) timed alone; the "
+                                       "slowest caps the chain on any host, so the report says how many cores it can "
+                                       "use (ceiling / examples per second per core).")
     cores: tuple = config_field((), "Core counts to pin every variant to in turn.")
 
     def __post_init__(self):
@@ -116,6 +122,7 @@ class _Plan:
     ablation: bool
     dataset_fn: str
     input_fns: tuple[str, ...]
+    skipped: Mapping[str, str] = dataclasses.field(default_factory=dict)  # variant name -> why it cannot read the data
 
 
 def run(data: Optional[Union[str, os.PathLike]] = None,
@@ -161,20 +168,35 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
     options = _options(options, settings)
     plan = _plan(data, variants, dataset_fn, input_fns, shards, ablation, baseline, features, overrides, options)
     common = {"data": plan.inputs.data, "shards": plan.inputs.shards, "sys_path": list(sys.path)}
-    steps = len(plan.runs) * (1 + options.repeats) + bool(plan.staged) + options.ops * len(plan.chosen)
+    steps = len(plan.runs) * (1 + options.repeats) + bool(plan.staged) + len(_timed_ops(plan, options))
     with Session(plan.runs, common, plan.cpus, bool(plan.staged), steps, progress) as session:
         builds = session.build(options.warmup)
+        plan = _skip(plan, session.skipped)  # a recipe that refused the data at build time
+        timed = _timed_ops(plan, options)
         turn_batches = _turn_batches(plan, builds, options)
         turns = session.rounds(options.repeats, turn_batches, options.step_ms,
                                0.0 if options.batches else options.turn_seconds)
         reports = session.stages(plan.staged, options.stage_seconds)
-        op_reports = session.ops(plan.chosen if options.ops else (), options.stage_seconds)
+        # The ceiling alone needs fewer counts than the op table: a third of the budget.
+        op_reports = session.ops(timed, options.stage_seconds if options.ops else options.stage_seconds / 3)
         peaks = session.stop()
-    machine = session_lib.machine(session.ready[0]["tf_version"], session.ready[0]["gpu"])  # a worker's view
-    results = _results(plan, session.ready, builds, peaks, turns, reports, machine, options)
+    first = session.ready[0]  # a worker's view
+    machine = session_lib.machine(first["tf_version"], first["gpu"], first.get("gpu_names", ()))
+    ceilings = {v.name: Ceiling.from_ops(r, v.name) for v, r in zip(timed, op_reports)} if options.ceiling else {}
+    results = _results(plan, session.ready, builds, peaks, turns, reports, machine, options, ceilings)
     settings = _settings(plan, options, turn_batches, builds)
     wall = sum(session.phases.values())
-    return BenchResult(settings, machine, tuple(results), tuple(reports), wall, session.phases, tuple(op_reports))
+    return BenchResult(settings, machine, tuple(results), tuple(reports), wall, session.phases,
+                       tuple(op_reports) if options.ops else (), skipped=dict(plan.skipped))
+
+
+def _timed_ops(plan: _Plan, options: RunOptions) -> tuple[Variant, ...]:
+    """The variants whose ops are timed: all with `ops`; for the ceiling alone, all but --ablation's toggled rows."""
+    if options.ops:
+        return plan.chosen
+    if not options.ceiling:
+        return ()
+    return tuple(v for v in plan.chosen if not plan.ablation or not v.changed)
 
 
 def _options(options: Optional[RunOptions], settings: Mapping[str, Any]) -> RunOptions:
@@ -201,14 +223,50 @@ def _plan(data: Any, variants: Any, dataset_fn: Any, input_fns: Sequence[Any], s
     features = bench_domains.base_features(inputs, features, overrides)
     chosen = tuple(resolve_variants(variants, features, overrides, ablation, baseline, dataset_fn=fn,
                                     input_fns=input_specs))
-    reads = {v.name: v.reads(inputs) for v in chosen}  # ValueError: the run lacks what it reads
+    reads, skipped = {}, {}
+    for v in chosen:
+        try:
+            reads[v.name] = v.reads(inputs)  # ValueError: the run lacks what it reads
+        except ValueError as e:
+            if not v.skippable:
+                raise
+            skipped[v.name] = str(e)
+    chosen = _without(chosen, skipped)
     _check_files(chosen, inputs)
     epochs = {v.name: reads[v.name] and _check_size(v, *reads[v.name]) for v in chosen}
     readers = [v for v in chosen if v.reads_data]
     staged = bench_domains.stage_configs(inputs.domain, readers, MAX_STAGE_CONFIGS) \
         if options.stages and inputs.domain is not None else []
     return _Plan(chosen, tuple(with_cores(chosen, options.cores)), inputs, epochs, tuple(staged), cpus, features,
-                 dict(overrides or {}), ablation, fn, input_specs)
+                 dict(overrides or {}), ablation, fn, input_specs, skipped)
+
+
+def _without(chosen: Sequence[Variant], skipped: Mapping[str, str]) -> tuple[Variant, ...]:
+    """`chosen` less the skipped variants; a skipped baseline's place goes to the first variant left.
+
+    Raises:
+      ValueError: no variant is left, with each one's reason.
+    """
+    kept = [v for v in chosen if v.name not in skipped]
+    if not kept:
+        raise ValueError("no variant can read the data: " + "; ".join(f"{n}: {r}" for n, r in skipped.items()))
+    if not skipped:
+        return tuple(chosen)
+    old = next(v.name for v in chosen if v.reference == v.name)
+    baseline = old if old not in skipped else kept[0].name
+    return tuple(dataclasses.replace(v, reference=baseline if v.name == baseline or v.reference in skipped
+                                     else v.reference) for v in kept)
+
+
+def _skip(plan: _Plan, skipped: Mapping[str, str]) -> _Plan:
+    """The plan without the variants skipped at build time (their runs at every core count)."""
+    new = {k: r for k, r in skipped.items() if k not in plan.skipped}
+    if not new:
+        return plan
+    chosen = _without(plan.chosen, new)
+    runs = tuple(next(dataclasses.replace(v, cores=r.cores) for v in chosen if v.name == r.name)
+                 for r in plan.runs if r.name not in new)
+    return dataclasses.replace(plan, chosen=chosen, runs=runs, skipped={**plan.skipped, **new})
 
 
 def _inputs(data: Any, shards: Any) -> Inputs:
@@ -272,7 +330,7 @@ def _epoch_batches(plan: _Plan, v: Variant, build: Mapping[str, Any]) -> Optiona
 
 def _results(plan: _Plan, ready: Sequence[dict], builds: Sequence[dict], peaks: Sequence[dict],
              turns: Mapping[str, Sequence[Turn]], reports: Sequence[StageReport], machine: Mapping[str, Any],
-             options: RunOptions) -> list[VariantResult]:
+             options: RunOptions, ceilings: Mapping[str, Ceiling]) -> list[VariantResult]:
     """One VariantResult per run: statistics, ratios, the limit of its own stages, notes."""
     keys = {(v.name, v.cores): v.key for v in plan.runs}
     stats = round_stats(turns, {v.key: keys[v.reference, v.cores] for v in plan.runs})
@@ -295,7 +353,8 @@ def _results(plan: _Plan, ready: Sequence[dict], builds: Sequence[dict], peaks: 
                                      speedup=to_first[v.key].ratio if options.cores else None,
                                      batch_spec=build.get("batch_spec", ""),
                                      padding_share=build.get("padding_share"),
-                                     stage_label=report.label if report else ""))
+                                     stage_label=report.label if report else "",
+                                     ceiling=ceilings.get(v.name)))
     return results
 
 
@@ -309,7 +368,8 @@ def _settings(plan: _Plan, options: RunOptions, turn_batches: Mapping[str, int],
             "num_classes": len(source.class_names) if source else None, "variants": [v.name for v in chosen],
             "baseline": next(v.name for v in chosen if v.reference == v.name),
             "ablation": plan.ablation, "dataset_fn": plan.dataset_fn or None, "input_fns": list(plan.input_fns),
-            "cores": list(options.cores) or None, "ops": options.ops, "batches": options.batches,
+            "cores": list(options.cores) or None, "ops": options.ops, "ceiling": options.ceiling,
+            "batches": options.batches,
             "turn_batches": dict(turn_batches),
             "epoch_batches": {v.name: _epoch_batches(plan, v, b) for v, b in zip(plan.runs, builds)},
             "turn_seconds": 0.0 if options.batches else options.turn_seconds, "repeats": options.repeats,

@@ -36,6 +36,8 @@ class OpRate:
       rate: examples/s of source .. this op on one thread.
       parallel: the op runs its work on several threads (parallel map, interleave, batch).
       parallelism: threads it may use here (its num_parallel_calls, or the cores for AUTOTUNE).
+      elements: elements per example out of this op (1 before a batch, 1 / batch size after it):
+        how often the timing loop's own step is paid per example.
     """
 
     op: str
@@ -43,6 +45,7 @@ class OpRate:
     rate: float
     parallel: bool = False
     parallelism: int = 1
+    elements: float = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,17 +58,22 @@ class OpsReport:
       cores: cores a parallel op may use (AUTOTUNE ops are credited with all of them).
       rewrites: tf.data's static rewrites the chain's options leave on (REWRITES): when the chain
         runs, they may parallelize what the one-thread timing ran sequentially.
+      loop_ms: what the timing loop itself costs per element taken (measured on a dataset that does
+        nothing), taken out of every prefix's cost: else the source op would carry it (a
+        Dataset.range "limiting" a chain) and a batch op, after which the loop runs once per batch,
+        would look free.
     """
 
     variant: str
     ops: tuple[OpRate, ...]
     cores: int
     rewrites: tuple[str, ...] = ()
+    loop_ms: float = 0.0
 
     @property
     def added_ms(self) -> tuple[float, ...]:
         """Milliseconds per example each op adds (never below 0: a faster prefix is noise)."""
-        costs = [1000.0 / op.rate for op in self.ops]
+        costs = [max(0.0, 1000.0 / op.rate - self.loop_ms * op.elements) for op in self.ops]
         return tuple(max(0.0, c - p) for c, p in zip(costs, [0.0] + costs[:-1]))
 
     @property
@@ -89,7 +97,7 @@ class OpsReport:
         """Plain dict for JSON."""
         limiting = self.limiting
         return {"variant": self.variant, "cores": self.cores, "limiting": self.label(limiting),
-                "rewrites": list(self.rewrites),
+                "rewrites": list(self.rewrites), "loop_ms_per_element": self.loop_ms,
                 "ops": [{"op": op.op, "name": op.name, "examples_per_s": op.rate, "added_ms_per_example": cost,
                          "parallel": op.parallel, "parallelism": op.parallelism,
                          "capacity_examples_per_s": None if cap == float("inf") else cap,
@@ -198,6 +206,7 @@ class _Counter:
         self.n = 16
         self.best = float("inf")  # seconds of the fastest count of n
         self.examples = 0
+        self.elements_per_example = 1.0
 
     def count(self, n: int) -> float:
         """Seconds to take the next n elements; records the examples they held."""
@@ -205,6 +214,7 @@ class _Counter:
 
         start = time.perf_counter()
         self.examples = int(self._count(self._iterator, tf.constant(n, tf.int64))) * self._scale
+        self.elements_per_example = n / self.examples if self.examples else 1.0
         return time.perf_counter() - start
 
     def calibrate(self, seconds: float) -> None:
@@ -285,12 +295,22 @@ def measure_ops(ds: Any, budget_s: float, cores: int, variant: str = "") -> OpsR
             raise ValueError(f"{variant}: op {node.op} {node.name!r}: {e}") from None
         nodes.append(node)
         counters.append(counter)
+    loop = _Counter(_idle_dataset(), False, 1)  # the timing loop's own cost per element
+    loop.calibrate(budget_s / _PASSES)
     # Passes over all prefixes, best of each: a slow spell on a shared machine hits one
     # count of every prefix alike instead of all counts of one prefix.
     for _ in range(_PASSES - 1):
-        for counter in counters:
+        for counter in counters + [loop]:
             counter.time()
-    rates = tuple(OpRate(node.op, node.name, counter.rate, *_parallelism(node.dataset, node.op, cores))
+    rates = tuple(OpRate(node.op, node.name, counter.rate, *_parallelism(node.dataset, node.op, cores),
+                         elements=counter.elements_per_example)
                   for node, counter in zip(nodes, counters))
-    return OpsReport(variant, rates, cores, default_rewrites(ds))
+    return OpsReport(variant, rates, cores, default_rewrites(ds), loop_ms=1000.0 / loop.rate)
+
+
+def _idle_dataset() -> Any:
+    """A dataset whose elements cost next to nothing: what timing it measures is the timing loop."""
+    import tensorflow as tf
+
+    return tf.data.Dataset.from_tensors(tf.constant(0, tf.int64)).repeat()
 

@@ -15,7 +15,6 @@ from tfpipe.bench.report import SCHEMA, SCHEMA_VERSION
 from tfpipe.bench.text import align_table
 from tfpipe.bench import session
 from tfpipe.bench.session import progress_bar
-from tfpipe.domains.audio.config import AudioConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,8 +73,17 @@ class PrepareResult:
                          + align_table(rows, right=range(1, len(rows[0]))))
 
 
+def _domain_of(data: Any, features: Any) -> Any:
+    """The domain of the data's files (of `features` when they name none)."""
+    from tfpipe.core.registry import domain_of_config, get_domain
+    from tfpipe.core.source import find
+
+    name = getattr(find(os.fspath(data)), "domain", "")
+    return get_domain(name) if name else domain_of_config(features)
+
+
 def run_prepare(data: Union[str, os.PathLike], workers: Sequence[int] = (1, 2), *, repeats: int = 3,
-                num_shards: int = 8, features: Optional[AudioConfig] = None, store: str = "log_mel",
+                num_shards: int = 8, features: Any = None, store: Optional[str] = None,
                 progress: bool = True) -> PrepareResult:
     """Times `tfpipe.write_shards` for each worker count, alternating, after one untimed run.
 
@@ -86,8 +94,8 @@ def run_prepare(data: Union[str, os.PathLike], workers: Sequence[int] = (1, 2), 
       workers: worker counts to compare (0: in this process); the first is the speedup's reference.
       repeats: timed runs per worker count.
       num_shards: shards written each run.
-      features: AudioConfig for write_shards.
-      store: "log_mel" or "waveform".
+      features: the data's domain config for write_shards (default: that domain's default).
+      store: what the shards store, one of the data's domain's stores (default: its first).
       progress: show a progress line on stderr.
 
     Returns:
@@ -99,7 +107,8 @@ def run_prepare(data: Union[str, os.PathLike], workers: Sequence[int] = (1, 2), 
     if not workers or min(workers) < 0 or repeats < 1:
         raise ValueError(f"workers={list(workers)}, repeats={repeats}: need worker counts >= 0 "
                          f"(0: in this process) and repeats >= 1")
-    features = features or AudioConfig()
+    domain = _domain_of(data, features)
+    features, store = domain.config(features), store or domain.stores()[0]
     seconds: dict[int, list[float]] = {w: [] for w in workers}
     writing: dict[int, list[float]] = {w: [] for w in workers}
     bar = progress_bar(1 + repeats * len(workers), progress)

@@ -11,8 +11,9 @@ import json
 import statistics
 from typing import Any, Mapping, Optional, Sequence
 
-from tfpipe.bench import advice, caveats
+from tfpipe.bench import advice, caveats, winner
 from tfpipe.bench.text import align_table, plural, turn  # noqa: F401  (align_table: its old home)
+from tfpipe.bench.ceiling import Ceiling
 from tfpipe.bench.ops import OpsReport
 from tfpipe.bench.stages import STAGE_NAMES, StageReport, added_ms  # noqa: F401  (their old home)
 
@@ -24,7 +25,11 @@ SCHEMA = "tfpipe-bench"
 #    stage's one-thread rate x cores (stages: limiting_rate, linear = the old whole-chain ideal,
 #    batched, on_batches_ms_per_example, advice); variants' padding_share; ops' rewrites and
 #    advice; rounds' ratios; settings.epoch_batches.
-SCHEMA_VERSION = 4
+# 5: winner (who won per core count, ties named, a reference recipe that beat tfpipe); skipped (variants
+#    that cannot read the data, with the reason); a row whose medians and per-round ratios disagree on
+#    the direction is within_noise; each variant's ceiling (per-element ceiling, cores it can use);
+#    settings.ceiling; machine.gpu_names.
+SCHEMA_VERSION = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +122,7 @@ class VariantResult:
       batch_spec: dtypes and shapes of its first batch, e.g. "({'image': uint8[64, 64, 64, 3]}, int64[64])".
       padding_share: share of its first batches' values that are padding (None: no shape varies).
       stage_label: the label of the stage report its `ideal` comes from ("": none).
+      ceiling: its per-element ceiling (bench.ceiling.Ceiling: the one-thread ops of its chain), or None.
     """
 
     name: str
@@ -137,6 +143,7 @@ class VariantResult:
     batch_spec: str = ""
     padding_share: Optional[float] = None
     stage_label: str = ""
+    ceiling: Optional[Ceiling] = None
 
     @property
     def key(self) -> str:
@@ -176,6 +183,7 @@ class VariantResult:
                 "ms_per_batch": self.ms_per_batch, "input_wait_share": self.wait_share, "ideal": self.ideal,
                 "share_of_ideal": self.share_of_ideal, "stage_label": self.stage_label,
                 "padding_share": self.padding_share,
+                "ceiling": self.ceiling.to_dict(s.median, self.cores) if self.ceiling else None,
                 "turns": [dataclasses.asdict(t) for t in self.turns]}
 
 
@@ -192,6 +200,7 @@ class BenchResult:
       wall_s: wall time of the whole run.
       phases: seconds spent starting workers, building, in rounds, on stages, on ops, stopping.
       ops: per-op single-thread rates of each variant's final chain (empty without `ops`).
+      skipped: variant name -> why it was not timed (a reference recipe that cannot read the data).
     """
 
     settings: Mapping[str, Any]
@@ -201,6 +210,7 @@ class BenchResult:
     wall_s: float
     phases: Mapping[str, float] = dataclasses.field(default_factory=dict)
     ops: tuple[OpsReport, ...] = ()
+    skipped: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __getitem__(self, name: str) -> VariantResult:
         """The variant by key ("optimized@2") or name (its first core count)."""
@@ -214,27 +224,34 @@ class BenchResult:
         """Why this run may mislead (too few batches an epoch, rounds that disagree, ...), with what to do."""
         return caveats.caveats(self.settings, self.variants)
 
+    @property
+    def standings(self) -> list[winner.Standing]:
+        """Who won, per core count: the fastest row, and whether the rounds agree it beat every other."""
+        return winner.standings(self.variants)
+
     def within_noise(self, v: VariantResult) -> bool:
         """Whether `v` differs from its reference by less than the run's noise."""
-        return caveats.within_noise(v, caveats.noise_floor(self.variants))
+        return caveats.row_within_noise(v, self.variants)
 
     def stage_advice(self, report: StageReport) -> list[str]:
         """What to do about a stage report's limit."""
         users = [v for v in self.variants if v.stage_label == report.label]
-        return advice.stage_advice(report, self.settings.get("data"), users)
+        return advice.stage_advice(report, self.settings.get("data"), users, shards=self.settings.get("shards"))
 
     def ops_advice(self, report: OpsReport) -> list[str]:
         """What the limiting op of a variant's chain means, given the rate the variant reached."""
-        measured = next((v.stats.median for v in self.variants if v.key == report.variant), None)
-        return advice.ops_advice(report, measured)
+        variant = next((v for v in self.variants if v.key == report.variant), None)
+        return advice.ops_advice(report, variant and variant.stats.median, variant)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON: format, version, settings, machine, variants, stages, ops, caveats, wall_s, phases_s."""
+        """Plain dict for JSON: format, version, settings, machine, variants, stages, ops, winner, skipped, caveats,
+        wall_s, phases_s."""
         return {"format": SCHEMA, "version": SCHEMA_VERSION, "settings": dict(self.settings),
                 "machine": dict(self.machine),
                 "variants": [{**v.to_dict(), "within_noise": self.within_noise(v)} for v in self.variants],
                 "stages": [{**s.to_dict(), "advice": self.stage_advice(s)} for s in self.stages],
                 "ops": [{**o.to_dict(), "advice": self.ops_advice(o)} for o in self.ops],
+                "winner": [w.to_dict() for w in self.standings], "skipped": dict(self.skipped),
                 "caveats": self.caveats, "wall_s": self.wall_s, "phases_s": dict(self.phases)}
 
     def to_json(self, indent: Optional[int] = 2) -> str:
@@ -274,7 +291,10 @@ def bench_table(result: BenchResult) -> str:
     if s["step_ms"] > 0:
         lines.append(f"With a {s['step_ms']:g} ms step, a chain without prefetch costs input + step per "
                      f"batch; with prefetch, max(input, step).")
+    lines += [f"skipped {name}: {reason}" for name, reason in result.skipped.items()]
+    lines += [w.text() for w in result.standings]
     lines += [f"caution: {c}" for c in result.caveats]
+    lines += _ceiling_lines(result)
     for rep in result.stages:
         lines += [""] + rep.table_lines(bool(s.get("cores"))) + [f"  what to do: {a}" for a in result.stage_advice(rep)]
     for report in result.ops:
@@ -282,6 +302,16 @@ def bench_table(result: BenchResult) -> str:
     lines.append(f"\n({len(result.variants)} variants in {result.wall_s:.0f} s; each in its own process, "
                  f"timed in turns while the others are paused)")
     return "\n".join(lines)
+
+
+def _ceiling_lines(result: BenchResult) -> list[str]:
+    """The per-element ceilings: each chain's one-thread cost and how many cores it can use."""
+    rows = [v for v in result.variants if v.ceiling is not None]
+    if not rows:
+        return []
+    return (["", "per-element ceiling (the ops that run on one thread, timed alone; parallel maps scale with the "
+                 "cores, these do not):"]
+            + [f"  {v.ceiling.line(v.stats.median, v.cores, v.key)}" for v in rows])
 
 
 def _header(result: BenchResult) -> str:

@@ -19,11 +19,12 @@ from tfpipe.bench import worker as bench_worker
 from tfpipe.bench.report import StageReport, Turn
 
 
-def machine(tf_version: str, gpu: bool) -> dict[str, Any]:
-    """Cores, usable cores, versions, platform and GPU."""
+def machine(tf_version: str, gpu: bool, gpu_names: Sequence[str] = ()) -> dict[str, Any]:
+    """Cores, usable cores, versions, platform and GPU (and the GPUs' names)."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {"cores": os.cpu_count(), "usable_cores": usable, "tf_version": tf_version,
-            "python": platform.python_version(), "platform": platform.platform(), "gpu": gpu}
+            "python": platform.python_version(), "platform": platform.platform(), "gpu": gpu,
+            "gpu_names": list(gpu_names)}
 
 
 def progress_bar(total: int, enabled: bool) -> Any:
@@ -32,6 +33,15 @@ def progress_bar(total: int, enabled: bool) -> Any:
 
     return tqdm(total=total, file=sys.stderr, disable=not enabled, leave=False, dynamic_ncols=True,
                 bar_format="{desc} {bar:20} {n_fmt}/{total_fmt} [{elapsed}<{remaining}] {postfix}")
+
+
+def _reason(message: str, key: str) -> str:
+    """A worker's error as a skip reason: without the "variant 'NAME': ValueError: " it is raised with."""
+    prefix = f"variant {key!r}: "
+    message = message[len(prefix):] if message.startswith(prefix) else message
+    for kind in ("ValueError: ", "DataError: "):
+        message = message[len(kind):] if message.startswith(kind) else message
+    return message
 
 
 class Session:
@@ -56,6 +66,7 @@ class Session:
         self.phases: dict[str, float] = {}
         self.workers: list[bench_worker.Worker] = []
         self.ready: list[dict] = []
+        self.skipped: dict[str, str] = {}  # variant name -> why it could not be built
 
     def __enter__(self) -> "Session":
         self._watchdog = bench_worker.Watchdog()
@@ -82,13 +93,34 @@ class Session:
         self._bar.set_description_str(f"bench: {text}")
 
     def build(self, warmup: int) -> list[dict]:
-        """Builds every variant's dataset: first batch timed, `warmup` batches untimed."""
-        builds = []
-        for w in self.workers[:len(self.runs)]:
+        """Builds every variant's dataset: first batch timed, `warmup` batches untimed.
+
+        A skippable variant (a reference recipe) whose build fails is dropped from the session,
+        its reason kept in `skipped` (by variant name); the builds of the others are returned.
+        """
+        builds, failed = [], {}
+        for v, w in zip(self.runs, self.workers):
             self._step(f"build {w.name}")
-            builds.append(w.call("build", warmup=warmup))
+            try:
+                builds.append(w.call("build", warmup=warmup))
+            except (ValueError, bench_worker.VariantError) as e:  # DataError is a ValueError
+                if not v.skippable:
+                    raise
+                failed.setdefault(v.name, _reason(str(e), v.key))
+                builds.append(None)
             self._bar.update()
         self._phase("build")
+        if failed:
+            keep = [i for i, v in enumerate(self.runs) if v.name not in failed]
+            for i, w in enumerate(self.workers[:len(self.runs)]):
+                if i not in keep:
+                    w.close()
+            stages = self.workers[len(self.runs):]
+            self.workers = [self.workers[i] for i in keep] + stages
+            self.ready = [self.ready[i] for i in keep] + self.ready[len(self.runs):]
+            self.runs = [self.runs[i] for i in keep]
+            builds = [builds[i] for i in keep]
+            self.skipped.update(failed)
         return builds
 
     def rounds(self, repeats: int, turn_batches: Mapping[str, int], step_ms: float,

@@ -2,8 +2,8 @@
 
 A spec is `NAME[:field=value,...]`. NAME picks the kind (VARIANT_KINDS below); the fields
 are PipelineConfig fields and the fields of the data's domain config: the `features` a spec
-starts from decides which (AudioConfig for wavs, ImageConfig for images, ...). Parsing only
-reads dataclass fields; nothing here runs TensorFlow.
+starts from decides which (the config class of the data's domain; without one, the default
+domain's). Parsing only reads dataclass fields; nothing here runs TensorFlow.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from tfpipe.bench.recipes import RECIPES
 from tfpipe.bench.variants import (DatasetFnVariant, InputFnVariant, PipelineVariant, RecipeVariant,
                                    ShardsVariant, Variant)
 from tfpipe.config import PRESETS, TOGGLES, PipelineConfig, field_type
-from tfpipe.domains.audio.config import AudioConfig
+from tfpipe.core.registry import default_domain
 
 # Spec name -> the kind of variant it makes.
 VARIANT_KINDS: dict[str, type] = {"optimized": PipelineVariant, "naive": PipelineVariant, "shards": ShardsVariant,
@@ -31,8 +31,10 @@ _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
 
 def spec_fields(config_class: Optional[type] = None) -> dict[str, dataclasses.Field]:
-    """Fields a spec may set: PipelineConfig's, then those of the domain config class (default AudioConfig)."""
-    return {**_PIPELINE_FIELDS, **{f.name: f for f in dataclasses.fields(config_class or AudioConfig)}}
+    """Fields a spec may set: PipelineConfig's, then those of the domain config class (default: the default
+    domain's)."""
+    config_class = config_class or default_domain().config_class
+    return {**_PIPELINE_FIELDS, **{f.name: f for f in dataclasses.fields(config_class)}}
 
 
 def parse_value(field: str, text: str, config_class: Optional[type] = None) -> Any:
@@ -41,7 +43,7 @@ def parse_value(field: str, text: str, config_class: Optional[type] = None) -> A
     Args:
       field: the field's name.
       text: the value as typed.
-      config_class: the domain config whose fields are allowed (default AudioConfig).
+      config_class: the domain config whose fields are allowed (default: the default domain's).
 
     Raises:
       ValueError: unknown field (naming the allowed ones) or a value of the wrong type.
@@ -101,8 +103,8 @@ def parse_variant(spec: str, features: Any = None, overrides: Optional[Mapping[s
 
     Args:
       spec: the spec.
-      features: the domain config (AudioConfig, ImageConfig, ...) the spec's feature
-        fields start from; its class decides which feature fields exist. Default AudioConfig().
+      features: the domain config the spec's feature fields start from; its class decides
+        which feature fields exist. Default: the default domain's config.
       overrides: typed field values applied to every variant before its own.
       dataset_fn: "MODULE:FUNCTION" of a user's dataset_fn: the variant is its PipelineConfig
         handed to that function (presets and PipelineConfig fields only).
@@ -110,7 +112,7 @@ def parse_variant(spec: str, features: Any = None, overrides: Optional[Mapping[s
     Raises:
       ValueError: unknown name or field, or a bad value, naming the allowed ones.
     """
-    features = AudioConfig() if features is None else features
+    features = default_domain().config() if features is None else features
     config_class = type(features)
     feature_names = [f.name for f in dataclasses.fields(config_class)]
     name = spec.strip()
@@ -149,7 +151,7 @@ def input_fn_variant(spec: str, batch_size: int) -> Variant:
     spec = spec.strip()
     if ":" not in spec:
         raise ValueError(f"input_fn {spec!r}: expected MODULE:FUNCTION or FILE.py:FUNCTION")
-    return InputFnVariant(spec, PipelineConfig.optimized(batch_size=batch_size), AudioConfig(), fn=spec)
+    return InputFnVariant(spec, PipelineConfig.optimized(batch_size=batch_size), default_domain().config(), fn=spec)
 
 
 def split_variants(text: str) -> list[str]:

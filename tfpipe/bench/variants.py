@@ -77,6 +77,9 @@ class Variant:
     KIND: ClassVar[str] = ""
     reads_data: ClassVar[bool] = False  # runs the data's domain stages over --data (the stage report applies)
     own_epoch: ClassVar[bool] = False  # its chain tells its epoch (a user's); tfpipe's are known from the data
+    # Skipped, with its reason in the report, where it cannot read the data (a reference recipe that
+    # refuses PNGs or a CSV); tfpipe's own chains and a user's functions fail the run instead.
+    skippable: ClassVar[bool] = False
 
     @classmethod
     def check_fields(cls, spec: str, own: Collection[str], values: Collection[str], config_class: type) -> None:
@@ -183,6 +186,7 @@ class RecipeVariant(Variant):
 
     recipe: str = "keras"
     reads_data: ClassVar[bool] = True
+    skippable: ClassVar[bool] = True
 
     @classmethod
     def check_fields(cls, spec: str, own: Collection[str], values: Collection[str], config_class: type) -> None:

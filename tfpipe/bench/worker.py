@@ -208,6 +208,14 @@ def _message(error: Exception) -> str:
     return text
 
 
+def _gpu_name(tf: Any, gpu: Any) -> str:
+    """"NVIDIA H100 80GB HBM3", or the device's name where TensorFlow has no details."""
+    try:
+        return tf.config.experimental.get_device_details(gpu).get("device_name") or gpu.name
+    except (ValueError, RuntimeError):
+        return gpu.name
+
+
 def worker_main(conn: Any, job: dict) -> None:
     """A worker process: pins itself, imports TensorFlow, then serves the parent's commands until "stop"."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -225,7 +233,8 @@ def worker_main(conn: Any, job: dict) -> None:
             # worker maps all of its memory and the next fails "cudaSetDevice() ... out of memory".
             tf.config.experimental.set_memory_growth(gpu, True)
         conn.send(("ok", {"import_rss_mb": _rss_mb("VmRSS"), "tf_version": tf.__version__,
-                          "gpu": bool(gpus), "usable_cores": usable_cores()}))
+                          "gpu": bool(gpus), "gpu_names": [_gpu_name(tf, gpu) for gpu in gpus],
+                          "usable_cores": usable_cores()}))
         state: dict = {}
         while True:
             command, kwargs = conn.recv()

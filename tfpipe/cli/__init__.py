@@ -56,21 +56,44 @@ def usage_error(message: str) -> NoReturn:
     sys.exit(2)
 
 
+def data_domain(data: str):
+    """The registered Domain of the files a folder, CSV or shard folder holds (the default domain when
+    they name none). Lists the data: TensorFlow loads."""
+    from tfpipe.core.registry import default_domain, get_domain
+    from tfpipe.core.source import find
+
+    name = getattr(find(data), "domain", "")
+    return get_domain(name) if name else default_domain()
+
+
 # --- dispatch ----------------------------------------------------------------------
 
-# name -> (one-line doc, module in tfpipe.cli defining define_<name>() and run_<name>(argv))
+# name -> (one-line doc, module in tfpipe.cli defining define_<name>() and run_<name>(argv)); a doc
+# with {corpora} or {files} is completed from the registered domains (`_doc`).
 _COMMANDS = {
-    "synth": ("write the synthetic demo corpus (learnable multi-class audio)", "data"),
-    "prepare": ("convert a wav folder or CSV into verified TFRecord shards", "data"),
+    "synth": ("write a synthetic demo corpus of learnable classes ({corpora})", "data"),
+    "prepare": ("convert a class folder ({files} files) or CSV into verified TFRecord shards", "data"),
     "inspect": ("show a shard folder's index; --verify re-reads every shard", "data"),
     "bench": ("time pipeline variants side by side and name the bottleneck", "bench"),
     "serve": ("run a tf.data service dispatcher or worker, or time 1 vs N workers", "serve"),
 }
 
 
+def _doc(name: str) -> str:
+    """A subcommand's one-line doc, with the registered domains where it names them."""
+    doc = _COMMANDS[name][0]
+    if "{" not in doc:
+        return doc
+    from tfpipe.core import registry  # the domain plug-ins: no TensorFlow
+
+    domains = registry.domains().values()
+    return doc.format(corpora=", ".join(d.name for d in domains if d.corpus) or "none installed",
+                      files=registry.known_extensions())
+
+
 def _usage() -> str:
     width = max(map(len, _COMMANDS))
-    return _USAGE.format(commands="\n".join(f"  {name:<{width}}  {doc}" for name, (doc, _) in _COMMANDS.items()))
+    return _USAGE.format(commands="\n".join(f"  {name:<{width}}  {_doc(name)}" for name in _COMMANDS))
 
 
 def _print_help(name: str, module) -> None:
@@ -80,7 +103,7 @@ def _print_help(name: str, module) -> None:
     tensor_tracer), which are not about this command (absl's --helpfull lists them).
     """
     usage = getattr(module, "USAGE", {}).get(name, f"usage: tfpipe {name} [flags]")
-    print(f"{usage}\n\n{_COMMANDS[name][0]}.\n")
+    print(f"{usage}\n\n{_doc(name)}.\n")
     for defining, module_flags in sorted(FLAGS.flags_by_module_dict().items()):
         if defining.startswith("tfpipe") and module_flags:  # tfpipe.cli.<name> and tfpipe.flags
             print(FLAGS.module_help(defining))
@@ -145,9 +168,9 @@ def _explain(line: str, argv: Sequence[str]) -> str:
             given = " ".join(f"--{n}={FLAGS[n].value}" for n in validator.flag_names if FLAGS[n].present)
             return line[len(prefix):] + (f" (from {given})" if given else "")
     line = line[len("flag "):] if line.startswith("flag --") else line[:1].lower() + line[1:]
-    from tfpipe.flags import ALIASES
+    from tfpipe.flags import aliases
 
-    for name, old in ALIASES.items():  # the user typed the old name: say which flag it stands for
+    for name, old in aliases().items():  # the user typed the old name: say which flag it stands for
         if line.startswith(f"--{name}=") and any(a.split("=")[0] == f"--{old}" for a in argv):
             line = f"--{old}={line[len(name) + 3:]} (--{old} is the old name of --{name})"
     return line

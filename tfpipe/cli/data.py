@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Sequence
 
 from absl import flags
@@ -12,91 +13,85 @@ from tfpipe.core import filesystem as fs
 
 FLAGS = flags.FLAGS
 
-USAGE = {"synth": "usage: tfpipe synth --output DIR [--domain audio|image] [--per_class N] [flags]",
+USAGE = {"synth": "usage: tfpipe synth --output DIR [--domain NAME] [--per_class N] [flags]",
          "prepare": "usage: tfpipe prepare --input DIR|CSV --output DIR [--num_shards N --workers P] [flags]",
          "inspect": "usage: tfpipe inspect SHARD_DIR [--verify]"}  # shown by --help
 
 
 # --- synth ---------------------------------------------------------------------
 
-# Flags a domain's corpus may take: each reaches `write_files` when it has a parameter of that name.
-_SYNTH_ARGS = ("sample_rate", "clip_seconds", "size")
+def _corpora() -> dict:
+    """{name: Domain} of the registered domains with a synthetic corpus (their modules: no TensorFlow)."""
+    from tfpipe.core import registry
+
+    return {name: d for name, d in registry.domains().items() if d.corpus is not None}
 
 
 def define_synth() -> None:
+    from tfpipe import flags as tfpipe_flags
+    from tfpipe.core import registry
+
+    corpora = _corpora()
+    default = registry.default_domain()
     flags.DEFINE_string("output", None, "Folder to write the corpus to (one subfolder per class).",
                         required=True)
-    flags.DEFINE_string("domain", "audio", "Which corpus: 'audio' (8 learnable classes of wav clips) or 'image' "
-                        "(8 learnable classes of JPEG/PNG shapes of mixed sizes and modes); any domain plug-in with "
-                        "a synthetic corpus (a synthetic.py beside its domain.py).")
-    flags.DEFINE_integer("per_class", 100, "Examples (clips, images) per class.", lower_bound=1)
-    flags.DEFINE_integer("sample_rate", 16000, "audio: sample rate in Hz (at least 8000: the sounds span "
-                         "90 Hz to 3.6 kHz or more).", lower_bound=8000)
-    flags.DEFINE_float("clip_seconds", 1.0, "audio: clip length in seconds (events last 40-90% of it).",
-                       lower_bound=0.5)
-    flags.DEFINE_list("size", ["64", "256"], "image: smallest,largest side in pixels; each image's height and "
-                      "width are drawn between them.")
+    flags.DEFINE_string("domain", default.name if default.corpus else next(iter(corpora), None),
+                        "Which corpus: " + "; ".join(f"{name} ({d.corpus.about})" if d.corpus.about else name
+                                                     for name, d in corpora.items())
+                        + ". Any domain plug-in with a synthetic corpus (Domain.corpus) adds its own.")
+    flags.DEFINE_integer("per_class", 100, "Examples per class.", lower_bound=1)
     flags.DEFINE_integer("seed", 0, "Corpus seed: the same seed writes the same files.", lower_bound=0)
-
-
-def _synth_module(domain: str):
-    """<package>.synthetic of the domain plug-in <package>.domain named `domain`, or a usage error
-    naming the domains that have one. Found by module name, none imported: no TensorFlow."""
-    import importlib
-
-    from tfpipe.core import plugins
-
-    packages = {m.rpartition(".")[0] for m in plugins.modules() if m.endswith(".domain")}
-    with_corpus = {p.rpartition(".")[2]: p for p in packages if _has_module(f"{p}.synthetic")}
-    if domain not in with_corpus:
-        usage_error(f"--domain={domain}: allowed values are {', '.join(sorted(with_corpus))}")
-    return importlib.import_module(f"{with_corpus[domain]}.synthetic")
-
-
-def _has_module(name: str) -> bool:
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:
-        return False
-
-
-def _synth_value(name: str):
-    """A synth flag's value as write_files takes it."""
-    if name != "size":
-        return FLAGS[name].value
-    parts = [p.strip() for p in FLAGS.size]
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
-        usage_error(f"--size={','.join(FLAGS.size)}: expected two sizes in pixels, smallest,largest (e.g. 64,256)")
-    return (int(parts[0]), int(parts[1]))
+    for domain in corpora.values():  # each corpus' settings are flags (a name two corpora share: one flag)
+        tfpipe_flags.define_config_flags(domain.corpus.settings, FLAGS)
 
 
 def run_synth(argv: Sequence[str]) -> None:
-    import inspect
+    import dataclasses
+
+    from tfpipe import flags as tfpipe_flags
 
     if argv:
         usage_error(f"unexpected arguments {' '.join(argv)}; pass --output DIR [--per_class N]")
-    module = _synth_module(FLAGS.domain)
-    takes = inspect.signature(module.write_files).parameters
-    unused = [f"--{name}" for name in _SYNTH_ARGS if FLAGS[name].present and name not in takes]
+    corpora = _corpora()
+    if FLAGS.domain not in corpora:
+        usage_error(f"--domain={FLAGS.domain}: allowed values are {', '.join(sorted(corpora))}")
+    corpus = corpora[FLAGS.domain].corpus
+    takes = [tfpipe_flags.flag_name(corpus.settings, f.name) for f in dataclasses.fields(corpus.settings)]
+    every = dict.fromkeys(tfpipe_flags.flag_name(d.corpus.settings, f.name)
+                          for d in corpora.values() for f in dataclasses.fields(d.corpus.settings))
+    unused = [f"--{name}" for name in every if FLAGS[name].present and name not in takes]
     if unused:
-        usable = [f"--{name}" for name in _SYNTH_ARGS if name in takes]
         usage_error(f"{', '.join(unused)}: not used by the {FLAGS.domain} corpus (it takes "
-                    f"{', '.join(usable) or 'none of --sample_rate, --clip_seconds, --size'})")
-    kwargs = {name: _synth_value(name) for name in _SYNTH_ARGS if name in takes}
+                    f"{', '.join('--' + name for name in takes) or 'no settings'})")
     try:
-        root = os.path.abspath(module.write_files(FLAGS.output, per_class=FLAGS.per_class, seed=FLAGS.seed,
-                                                  **kwargs))
+        settings = corpus.settings(**tfpipe_flags.set_fields(corpus.settings))
+    except ValueError as e:
+        usage_error(_flag_spelling(str(e), corpus.settings))
+    try:
+        root = os.path.abspath(corpus.write(FLAGS.output, per_class=FLAGS.per_class, seed=FLAGS.seed,
+                                            settings=settings))
     except ValueError as e:
         fail(str(e))
-    names = sorted(module.CLASS_NAMES)
-    settings = ", ".join(f"{name}={'-'.join(map(str, v)) if isinstance(v, tuple) else v}"
-                         for name, v in kwargs.items())
+    names = sorted(e.name for e in os.scandir(root) if e.is_dir())
+    values = dataclasses.asdict(settings)
+    shown = ", ".join(f"{name}={'-'.join(map(str, v)) if isinstance(v, tuple) else v}" for name, v in values.items())
     print(f"{len(names) * FLAGS.per_class} {FLAGS.domain} files ({len(names)} classes x {FLAGS.per_class}: "
-          f"{', '.join(names)}){', ' + settings if settings else ''}, in {root}")
+          f"{', '.join(names)}){', ' + shown if shown else ''}, in {root}")
     print(f"train on it: python -m estimator_demo --data {root}   or shard it: "
           f"tfpipe prepare --input {root} --output SHARDS")
+
+
+def _flag_spelling(message: str, config: type) -> str:
+    """A config's message in flag terms: "Config.field=v: why" -> "--flag=v: why" (the library names fields)."""
+    import dataclasses
+
+    from tfpipe import flags as tfpipe_flags
+
+    for field in dataclasses.fields(config):
+        prefix = f"{config.__name__}.{field.name}="
+        if message.startswith(prefix):
+            return f"--{tfpipe_flags.flag_name(config, field.name)}={message[len(prefix):]}"
+    return message
 
 
 # --- prepare / inspect -----------------------------------------------------------
@@ -106,9 +101,12 @@ _RETIRED = ("worker_index", "num_hosts", "merge")  # the hand-run multi-host mod
 
 def define_prepare() -> None:
     from tfpipe import flags as tfpipe_flags
-    from tfpipe.domains.audio.config import AudioConfig
+    from tfpipe.core import registry
+    from tfpipe.storage.formats import FORMATS  # the format registry: no TensorFlow
 
-    flags.DEFINE_string("input", None, "Wav folder (one subfolder per class) or CSV manifest (path,label).")
+    domains = registry.domains().values()
+    flags.DEFINE_string("input", None, f"Folder with one subfolder per class of a domain's files "
+                        f"({registry.known_extensions()}) or CSV manifest (path,label).")
     flags.DEFINE_string("output", None, "Shard folder to write (a rerun finishes an interrupted one).",
                         required=True)
     flags.DEFINE_boolean("overwrite", False, "Replace a complete shard folder written with other settings "
@@ -118,11 +116,11 @@ def define_prepare() -> None:
                          "would exceed 256 MiB).", lower_bound=1)
     flags.DEFINE_integer("workers", None, "Worker processes, each writing whole shards (0: in this process; "
                          "default: 0 below 10,000 examples, else one per 10,000 up to the cores).", lower_bound=0)
-    flags.DEFINE_enum("store", None, ["log_mel", "waveform", "jpeg", "raw"],
-                      "What the shards store: audio log_mel (default) or fixed-length waveform; images "
-                      "re-encoded jpeg (default) or raw uint8, resized once.")
+    flags.DEFINE_enum("store", None, list(dict.fromkeys(s for d in domains for s in d.stores())),
+                      "What the shards store; the data's domain decides which (default: its first): "
+                      + "; ".join(f"{d.name} {' or '.join(d.stores())}" for d in domains) + ".")
     flags.DEFINE_enum("dtype", "float16", ["float16", "float32"], "Storage dtype (read back as float32).")
-    flags.DEFINE_enum("format", "tfrecord-block", ["tfrecord-block", "tfrecord-example"],
+    flags.DEFINE_enum("format", "tfrecord-block", list(FORMATS),
                       "Records: blocks of examples (v2, fast reads) or one tf.train.Example per example (v1).")
     flags.DEFINE_enum("runner", "local", ["local", "beam"],
                       "Write with local worker processes, or with Apache Beam (see --beam_options).")
@@ -140,19 +138,24 @@ def define_prepare() -> None:
     flags.DEFINE_integer("num_hosts", 1, "Retired (hand-run multi-host mode): use --runner=beam.",
                          lower_bound=1)
     flags.DEFINE_boolean("merge", False, "Retired (hand-run multi-host mode): use --runner=beam.")
-    tfpipe_flags.define_config_flags(AudioConfig, FLAGS, exclude=("output",))  # --output is the folder
-    from tfpipe.domains.image.config import ImageConfig  # --dtype is the storage dtype here
-
-    tfpipe_flags.define_config_flags(ImageConfig, FLAGS, exclude=_IMAGE_FLAGS_TAKEN)
+    for config in tfpipe_flags.domain_configs():
+        tfpipe_flags.define_config_flags(config, FLAGS, exclude=_not_prepare_flags(config))
 
 
-_IMAGE_FLAGS_TAKEN = ("dtype",)  # ImageConfig fields whose flag names prepare uses for something else
+def _not_prepare_flags(config: type) -> tuple[str, ...]:
+    """Fields of a domain config prepare takes no flag for: those whose flag name is one of prepare's own
+    (--output is the folder, --dtype the storage dtype) and those marked prepare=False (--store plays them)."""
+    import dataclasses
+
+    from tfpipe import flags as tfpipe_flags
+
+    own = {f.name for f in FLAGS.flags_by_module_dict().get(__name__, [])}
+    return tuple(f.name for f in dataclasses.fields(config)
+                 if tfpipe_flags.flag_name(config, f.name) in own or f.metadata.get("prepare") is False)
 
 
 def run_prepare(argv: Sequence[str]) -> None:
-    from tfpipe import flags as tfpipe_flags
-    from tfpipe.errors import DataError
-    from tfpipe.storage import writer
+    from tfpipe.cli import rerun
 
     if argv:
         fail(f"unexpected arguments {' '.join(argv)}; pass --input DIR|CSV --output DIR")
@@ -163,32 +166,51 @@ def run_prepare(argv: Sequence[str]) -> None:
              f"--beam_options='--runner=FlinkRunner --flink_master=HOST:8081' (or SparkRunner, "
              f"DataflowRunner); the launching process writes tfpipe.json when every shard is done")
     if not FLAGS.input:
-        fail("--input is required: a wav folder (one subfolder per class) or a CSV manifest (path,label)")
+        fail("--input is required: a folder with one subfolder per class, or a CSV manifest (path,label)")
     try:
-        from tfpipe.core.registry import get_domain
+        command = rerun.command_key(FLAGS.input, FLAGS)
+        done = rerun.complete(FLAGS.output, command)  # the same command on its complete folder: no TensorFlow
+        if done is not None:
+            _print_complete(done.index, done.seconds)
+            return
+        index, stats = _write()
+    except KeyboardInterrupt:  # one line, not a traceback: what is done is kept
+        print("\ntfpipe prepare: stopped (Ctrl-C); finished shards are kept: rerun the same command to go on",
+              file=sys.stderr, flush=True)
+        sys.exit(130)
+    rerun.remember(FLAGS.output, command)
+    _print_outcome(index, stats)
+
+
+def _write():
+    """write_shards_with_stats as the flags ask, over the --input's domain (a usage failure: one line)."""
+    from tfpipe import flags as tfpipe_flags
+    from tfpipe.errors import DataError
+    from tfpipe.storage import writer
+
+    try:
+        from tfpipe.core.registry import default_domain, get_domain
         from tfpipe.core.source import find
-        from tfpipe.domains.image.config import ImageConfig
 
         source = find(FLAGS.input)  # found once: the writer takes the Source as it is
-        domain = source.domain or "audio"
-        if domain == "image":
-            features = ImageConfig(**tfpipe_flags.set_fields(ImageConfig, exclude=_IMAGE_FLAGS_TAKEN))
-        else:  # --output is the folder here (AudioConfig.output is --store): not a feature field
-            features = tfpipe_flags.feature_config(exclude=("output",))
-        store = FLAGS.store or get_domain(domain).stores()[0]
-        index, stats = writer.write_shards_with_stats(
+        domain = get_domain(source.domain) if getattr(source, "domain", "") else default_domain()
+        features = tfpipe_flags.feature_config(config_class=domain.config_class,
+                                               exclude=_not_prepare_flags(domain.config_class))
+        return writer.write_shards_with_stats(
             source, FLAGS.output, num_shards=FLAGS.num_shards, num_workers=FLAGS.workers,
-            features=features, store=store, split=FLAGS.split, seed=FLAGS.seed, on_error=FLAGS.on_error,
-            dtype=FLAGS.dtype, format=FLAGS.format, runner=FLAGS.runner, beam_options=FLAGS.beam_options,
-            overwrite=FLAGS.overwrite)
+            features=features, store=FLAGS.store or domain.stores()[0], split=FLAGS.split, seed=FLAGS.seed,
+            on_error=FLAGS.on_error, dtype=FLAGS.dtype, format=FLAGS.format, runner=FLAGS.runner,
+            beam_options=FLAGS.beam_options, overwrite=FLAGS.overwrite)
     except (DataError, ValueError) as e:
         fail(str(e))
     except OSError as e:  # a store's refusal (permission, network), named by path
         fail(f"{e.filename or FLAGS.output}: {e.strerror or e}")
+
+
+def _print_outcome(index: dict, stats) -> None:
+    """What the writer did (or that the folder was complete already)."""
     if stats.complete:
-        print(f"{FLAGS.output} is already complete for this command (checked in {stats.seconds:.2f} s); "
-              f"nothing to do")
-        _print_written(index, FLAGS.output)
+        _print_complete(index, stats.seconds)
         return
     _print_written(index, FLAGS.output)
     for what, why in stats.chosen.items():
@@ -201,6 +223,11 @@ def run_prepare(argv: Sequence[str]) -> None:
           f"{stats.processed / writing:,.0f} examples/s over {stats.writing_seconds:.1f} s"
           + (f"; {stats.resumed_shards} of {stats.shards} shards were already complete"
              if stats.resumed_shards else ""))
+
+
+def _print_complete(index: dict, seconds: float) -> None:
+    print(f"{FLAGS.output} is already complete for this command (checked in {seconds:.2f} s); nothing to do")
+    _print_written(index, FLAGS.output)
 
 
 def _schema_text(features: dict) -> str:

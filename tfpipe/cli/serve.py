@@ -7,7 +7,7 @@ from typing import Sequence
 
 from absl import flags
 
-from tfpipe.cli import fail
+from tfpipe.cli import data_domain, fail
 
 FLAGS = flags.FLAGS
 
@@ -31,7 +31,8 @@ def define_serve() -> None:
     flags.DEFINE_string("dispatcher", None, "worker: the dispatcher's HOST:PORT.")
     flags.DEFINE_string("worker_host", None, "worker: the name consumers reach this worker by (default: "
                         "localhost for a dispatcher on this host, else this machine's hostname).")
-    flags.DEFINE_string("data", None, "bench: wav folder, CSV manifest or shard folder to read.")
+    flags.DEFINE_string("data", None, "bench: a folder with one subfolder per class of a domain's files, CSV "
+                        "manifest or shard folder to read.")
     flags.DEFINE_list("workers", ["0", "1", "2"], "bench: service worker counts to compare (0: no service, "
                       "the chain runs in the bench process).")
     flags.DEFINE_integer("batches", 50, "bench: timed batches per run.", lower_bound=1)
@@ -54,7 +55,7 @@ def run_serve(argv: Sequence[str]) -> None:
     if role == "worker" and not FLAGS.dispatcher:
         fail(f"--dispatcher HOST:PORT is required\n{_SERVE_USAGE}")
     if role == "bench" and not FLAGS.data:
-        fail("--data is required: a wav folder, CSV manifest or shard folder")
+        fail("--data is required: a folder with one subfolder per class, CSV manifest or shard folder")
     from tfpipe.service.ports import check_port_free
 
     try:
@@ -86,8 +87,9 @@ def _run_serve_bench() -> None:
         counts = [int(n) for n in FLAGS.workers]
     except ValueError:
         fail(f"--workers={','.join(FLAGS.workers)}: expected worker counts, e.g. 0,1,2")
+    features = tfpipe_flags.feature_config(config_class=data_domain(FLAGS.data).config_class)
     result = service_bench.bench_workers(FLAGS.data, counts, tfpipe_flags.pipeline_config(),
-                                         tfpipe_flags.feature_config(), batches=FLAGS.batches,
+                                         features, batches=FLAGS.batches,
                                          warmup=FLAGS.warmup, repeats=FLAGS.repeats,
                                          pin_workers=FLAGS.pin_workers, out=sys.stdout)
     print(service_bench.format_bench(result))

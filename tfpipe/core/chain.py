@@ -26,12 +26,12 @@ from tfpipe.core import registry
 from tfpipe.core import resume as resume_lib
 from tfpipe.core.mixture import mix_datasets
 from tfpipe.core.plan import EVAL, PREDICT, TRAIN, Request, Yields, options_step, plan, split_stages  # noqa: F401
-from tfpipe.core.steps import (Batch, Cache, Distribute, FeaturesOnly, Map, Mix, Options, Order, Pick, Prefetch,
+from tfpipe.core.steps import (Batch, Cache, Distribute, FeaturesOnly, Group, Map, Mix, Options, Order, Pick, Prefetch,
                                PrefetchToDevice, ReadFiles, Rebatch, Repeat, ReuseMemory, Shard, ShuffleBlocks,
                                ShuffleExamples, ShuffleFiles, Step, Unblock)
 from tfpipe.core.chain_input import ChainInput
 from tfpipe.core.source import find
-from tfpipe.core.stage import fuse
+from tfpipe.core.stage import fuse, grouped
 from tfpipe.core.transforms import apply_stage, batch, permute_window, skip_failures
 from tfpipe.errors import DataError
 
@@ -267,8 +267,14 @@ def _(step: ReadFiles, ds, inputs):
 
 
 @apply_step.register
+def _(step: Group, ds, inputs):
+    # The order's stream is endless: dropping a last partial group drops nothing.
+    return ds.rebatch(step.size, drop_remainder=True) if step.windows else ds.batch(step.size, drop_remainder=True)
+
+
+@apply_step.register
 def _(step: Map, ds, inputs):
-    stage = fuse(step.stages)
+    stage = grouped(fuse(step.stages), step.group) if step.group else fuse(step.stages)
     if step.skip_errors:
         return skip_failures(ds, stage, step.deterministic)
     return apply_stage(ds, stage, step.parallel, step.deterministic)

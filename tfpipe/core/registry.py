@@ -66,8 +66,11 @@ def register_distributor(fn: Callable[[Any, Any], Any], *, replace: bool = False
 
 
 def domains() -> dict[str, Domain]:
-    """Every registered domain by name."""
-    plugins.load()
+    """Every registered domain by name, in the order they registered (built-in ones first).
+
+    Loads the domain plug-ins only: no TensorFlow, so the command line can ask before its work.
+    """
+    plugins.load(domains_only=True)
     return dict(_DOMAINS)
 
 
@@ -77,6 +80,30 @@ def get_domain(name: str) -> Domain:
     if name not in found:
         raise ValueError(f"domain {name!r}: known domains are {', '.join(sorted(found))}")
     return found[name]
+
+
+def default_domain() -> Domain:
+    """The domain a command uses when no data says which (a bench without --data, a config-less
+    serving signature): the registered domain that declares `default = True`, else the first."""
+    found = list(domains().values())
+    if not found:
+        raise ValueError("no domain is registered (tfpipe declares its built-in ones when imported)")
+    return next((d for d in found if d.default), found[0])
+
+
+def domain_of_config(config: Any) -> Domain:
+    """The domain whose config class `config` is an instance of; None: the default domain.
+
+    Raises:
+      ValueError: no registered domain has this config class.
+    """
+    if config is None:
+        return default_domain()
+    for domain in domains().values():
+        if isinstance(config, domain.config_class):
+            return domain
+    raise ValueError(f"{type(config).__name__}: no registered domain has this config class "
+                     f"(domains: {', '.join(domains())})")
 
 
 def domain_of(path: str) -> Optional[Domain]:

@@ -25,6 +25,10 @@ class Stage:
         on the tf.data service and does not scale with threads.
       random: fn draws random numbers (a random crop, a flip): a cache must sit before it,
         or every epoch would repeat the first epoch's draws.
+      fixed_shape: fn gives every example the same shapes (a decoded image once resized, a file's
+        bytes as one string), so several examples can be handled in one call and stacked.
+      example_bytes: about how many bytes fn gives per example (0: not known). Stacking a group
+        copies them once more, so only small examples are grouped (tfpipe.core.plan).
     """
 
     name: str
@@ -32,6 +36,8 @@ class Stage:
     batchable: bool = False
     python: bool = False
     random: bool = False
+    fixed_shape: bool = False
+    example_bytes: int = 0
 
 
 def compose(*fns: Callable[..., Any]) -> Callable[..., Any]:
@@ -53,7 +59,26 @@ def fuse(stages: Sequence[Stage]) -> Stage:
         return stages[0]
     return Stage("+".join(s.name for s in stages), compose(*(s.fn for s in stages)),
                  batchable=all(s.batchable for s in stages), python=any(s.python for s in stages),
-                 random=any(s.random for s in stages))
+                 random=any(s.random for s in stages), fixed_shape=all(s.fixed_shape for s in stages),
+                 example_bytes=stages[-1].example_bytes)
+
+
+def grouped(stage: Stage, size: int) -> Stage:
+    """The stage over a group of `size` examples (every value with a leading axis of `size`): the
+    examples are split apart, the stage runs on each, unrolled in one graph, and the results are
+    stacked again. One call per group instead of per example."""
+
+    def per_group(*group):
+        import tensorflow as tf  # traced inside a tf.data map: TensorFlow is loaded by then
+
+        columns = [tf.unstack(t, num=size) for t in tf.nest.flatten(group)]
+        outputs = []
+        for i in range(size):
+            element = tf.nest.pack_sequence_as(group, [column[i] for column in columns])
+            outputs.append(stage.fn(*element))
+        return tf.nest.map_structure(lambda *values: tf.stack(values), *outputs)
+
+    return dataclasses.replace(stage, name=f"{stage.name}[x{size}]", fn=per_group)
 
 
 def as_stage(fn: Any, name: str, batchable: bool = False, random: bool = False) -> Stage:

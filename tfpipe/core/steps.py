@@ -97,7 +97,16 @@ class Map(Step):
     deterministic: bool
     per_example: bool = False
     skip_errors: bool = False  # on_error="skip": a failing example is left out and named
+    group: int = 0  # examples per call (0: one): the elements are groups, the stages unrolled over them
     why: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Group(Step):
+    """`size` examples (file elements; with windows, re-cut from windows) as one element."""
+    size: int
+    windows: bool = False
+    why: str = "the per-example map is called once per group: tf.data's fixed cost per element paid once per group"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,6 +181,8 @@ class Distribute(Step):
     data_service_mode: str
     data_service_job: str
     cache: str
+    finite: bool = False  # eval/predict: the epoch ends (the client looks at the workers once more then)
+    sharded: bool = False  # each input pipeline reads its own share of the files (a Shard step above)
     why: str = "the tf.data service runs everything above"
 
 

@@ -23,7 +23,6 @@ import tensorflow as tf
 
 from tfpipe.bench.text import align_table
 from tfpipe.config import PipelineConfig
-from tfpipe.domains.audio.config import AudioConfig
 from tfpipe.core.chain import build_dataset
 from tfpipe.core.source import Data
 from tfpipe.service.servers import start_dispatcher
@@ -139,8 +138,17 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
+def _domain_of(data: Data, features: Any) -> Any:
+    """The domain of the data's files (of `features`, or the default domain, when they name none)."""
+    from tfpipe.core.registry import domain_of_config, get_domain
+    from tfpipe.core.source import find
+
+    name = getattr(find(data), "domain", "")
+    return get_domain(name) if name else domain_of_config(features)
+
+
 def bench_workers(data: Data, worker_counts: Sequence[int] = (0, 1, 2),
-                  pipeline: Optional[PipelineConfig] = None, features: Optional[AudioConfig] = None, *,
+                  pipeline: Optional[PipelineConfig] = None, features: Any = None, *,
                   batches: int = 50, warmup: int = 5, repeats: int = 3, pin_workers: bool = True,
                   out: Optional[TextIO] = None) -> dict[str, Any]:
     """Examples/s of the train chain through 0 (local, no service), 1, 2, ... service workers.
@@ -153,10 +161,11 @@ def bench_workers(data: Data, worker_counts: Sequence[int] = (0, 1, 2),
     one worker already spreads over every core of this host.
 
     Args:
-      data: wav folder, CSV manifest or shard folder.
+      data: a class folder of a domain's files, CSV manifest or shard folder.
       worker_counts: worker counts to compare; 0 runs the chain in this process.
       pipeline: the chain (its data_service fields are replaced); default optimized().
-      features: AudioConfig (default AudioConfig()); backend "tf" only, see distribute.
+      features: the data's domain config (default: the domain's default); TensorFlow-only
+        stages (e.g. no librosa backend), see distribute.
       batches: timed batches per run.
       warmup: untimed batches first (buffers fill, workers get their first files).
       repeats: runs per worker count; the median is reported.
@@ -168,7 +177,7 @@ def bench_workers(data: Data, worker_counts: Sequence[int] = (0, 1, 2),
        "speedup": {count: median / median of the smallest service run}, plus the setup}.
     """
     pipeline = pipeline or PipelineConfig.optimized()
-    features = features or AudioConfig()
+    features = _domain_of(data, features).config(features)
     if not worker_counts or min(worker_counts) < 0:
         raise ValueError(f"worker counts {list(worker_counts)}: expected counts >= 0, e.g. 0,1,2")
     runs: dict[int, list[float]] = {n: [] for n in worker_counts}

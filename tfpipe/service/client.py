@@ -80,24 +80,33 @@ def distribute(ds: tf.data.Dataset, pipeline: PipelineConfig) -> tf.data.Dataset
         raise ValueError(f"PipelineConfig.cache={pipeline.cache!r} cannot run on the tf.data service in "
                          f"distributed_epoch mode: set --cache='' or --data_service_mode=parallel_epochs")
     _check_runnable_remotely(ds, pipeline)
+    watched = None
     if "://" not in pipeline.data_service or pipeline.data_service.startswith("grpc://"):
         check_dispatcher(pipeline.data_service)  # TensorFlow would block here for an hour, silently
-        service_watch.watch(*split_address(pipeline.data_service))
-    return ds.apply(_service.distribute(processing_mode=mode, service=pipeline.data_service,
-                                        job_name=pipeline.data_service_job or None))
+        watched = service_watch.watch(*split_address(pipeline.data_service))
+    ds = ds.apply(_service.distribute(processing_mode=mode, service=pipeline.data_service,
+                                      job_name=pipeline.data_service_job or None))
+    if watched is not None and getattr(pipeline, "finite", False):
+        # An epoch can end between two of the watcher's looks, shortened by a worker lost in it:
+        # one more look when it ends, so that is said too.
+        ds = service_watch.at_end(ds, watched.say_now)
+    return ds
 
 
 def _check_runnable_remotely(ds: tf.data.Dataset, pipeline: PipelineConfig) -> None:
     """Raise ValueError for chains that would fail or lose data on the service."""
     nodes = walk(ds, branches=True)
-    if pipeline.data_service_job and any(n.op == "ShardDataset" for n in nodes):
+    sharded = getattr(pipeline, "sharded", None)  # the plan's Distribute step says; else the graph
+    if sharded is None:
+        sharded = any(n.op == "ShardDataset" for n in nodes)
+    if pipeline.data_service_job and sharded:
         # Measured: consumers sharing a job but holding different file shards silently lose examples.
         raise ValueError(f"data_service_job={pipeline.data_service_job!r} with per-worker file sharding "
                          f"(an InputContext with several input pipelines): a shared job splits the files "
                          f"itself; drop --data_service_job or build without the input_context")
     if any(op in _PYTHON_OPS for n in nodes for op in n.function_ops):
         # Measured: a worker process fails with "Could not find callback with key=pyfunc_0".
-        raise ValueError(f"the chain runs Python (tf.numpy_function, e.g. AudioConfig.backend='librosa'), "
+        raise ValueError(f"the chain runs Python (tf.numpy_function, e.g. a domain config's backend='librosa'), "
                          f"which tf.data service workers cannot run (the function lives in this process): "
                          f"use --backend=tf with --data_service={pipeline.data_service}, or read locally "
                          f"(--data_service='')")

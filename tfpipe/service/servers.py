@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sys
 import threading
 from typing import Any, Callable, Optional, TextIO
 
@@ -23,8 +24,8 @@ _service = tf.data.experimental.service
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")  # hostnames as urlsplit gives them (no brackets)
 
 
-def start_dispatcher(port: int = 0, work_dir: Optional[str] = None, *,
-                     worker_timeout_ms: Optional[int] = None) -> _service.DispatchServer:
+def start_dispatcher(port: int = 0, work_dir: Optional[str] = None, *, worker_timeout_ms: Optional[int] = None,
+                     notice: bool = True) -> _service.DispatchServer:
     """Starts a dispatcher in this process and returns it (`.target` is its grpc:// address).
 
     Args:
@@ -32,6 +33,7 @@ def start_dispatcher(port: int = 0, work_dir: Optional[str] = None, *,
       work_dir: if set, the dispatcher journals its state there and recovers it
         after a restart (fault-tolerant mode).
       worker_timeout_ms: how long a silent worker counts as alive (None: TensorFlow's default).
+      notice: say on stderr that the port is open on every interface (run_* say it in their status).
 
     Raises:
       ValueError: `port` is taken (gRPC would share it silently; see tfpipe.service.ports.check_port_free).
@@ -42,11 +44,25 @@ def start_dispatcher(port: int = 0, work_dir: Optional[str] = None, *,
     config = _service.DispatcherConfig(port=port, work_dir=work_dir or None,
                                        fault_tolerant_mode=bool(work_dir),
                                        worker_timeout_ms=worker_timeout_ms)
-    return _service.DispatchServer(config)
+    server = _service.DispatchServer(config)
+    if notice:
+        open_port_notice("dispatcher", server.target.rsplit(":", 1)[-1])
+    return server
 
 
-def start_worker(dispatcher_address: str, port: int = 0, *,
-                 worker_host: Optional[str] = None) -> _service.WorkerServer:
+def open_port_notice(kind: str, port: Any) -> None:
+    """One stderr line: this server's port is open on every interface, without authentication.
+
+    TensorFlow 2.15's servers bind [::] with no option for one address (also for `tfpipe serve
+    bench`, whose cluster is all on this host), so the one thing tfpipe can do is say so.
+    """
+    print(f"tfpipe: the tf.data service {kind} listens on port {port} on ALL network interfaces, with no "
+          f"authentication (TensorFlow 2.15 cannot bind one address): anyone who reaches this host can use "
+          f"it; keep it on a trusted network or behind a firewall", file=sys.stderr, flush=True)
+
+
+def start_worker(dispatcher_address: str, port: int = 0, *, worker_host: Optional[str] = None,
+                 notice: bool = True) -> _service.WorkerServer:
     """Starts a worker in this process that registers with the dispatcher.
 
     Args:
@@ -54,6 +70,7 @@ def start_worker(dispatcher_address: str, port: int = 0, *,
       port: port to listen on (0: any free port). The server listens on all interfaces.
       worker_host: the name consumers use to reach this worker; default: "localhost"
         when the dispatcher is on this host, else this machine's hostname.
+      notice: say on stderr that the port is open on every interface (run_* say it in their status).
 
     Raises:
       ValueError: a malformed address, or `port` is taken.
@@ -63,7 +80,10 @@ def start_worker(dispatcher_address: str, port: int = 0, *,
     config = _service.WorkerConfig(dispatcher_address=host_port(host, dispatcher_port),
                                    worker_address=host_port(_worker_host(host, worker_host), "%port%"),
                                    port=port)
-    return _service.WorkerServer(config)
+    server = _service.WorkerServer(config)
+    if notice:
+        open_port_notice("worker", server._address.rsplit(":", 1)[-1])  # pylint: disable=protected-access
+    return server
 
 
 def _worker_host(dispatcher_host: str, worker_host: Optional[str]) -> str:
@@ -95,7 +115,8 @@ def run_dispatcher(port: int, work_dir: Optional[str] = None, *, worker_timeout_
                 f"(on this machine: --data_service=grpc://localhost:{bound})",
                 _NO_AUTH]
 
-    _serve(lambda: start_dispatcher(port, work_dir, worker_timeout_ms=worker_timeout_ms), status, out, stop)
+    _serve(lambda: start_dispatcher(port, work_dir, worker_timeout_ms=worker_timeout_ms, notice=False), status, out,
+           stop)
 
 
 def run_worker(dispatcher_address: str, port: int, *, worker_host: Optional[str] = None,
@@ -137,7 +158,7 @@ def run_worker(dispatcher_address: str, port: int, *, worker_host: Optional[str]
         return [f"tfpipe worker: port {bound} (all interfaces), pid {os.getpid()}, registered with "
                 f"dispatcher {dispatcher}; consumers fetch from {advertised}", _NO_AUTH]
 
-    _serve(lambda: start_worker(dispatcher_address, port, worker_host=worker_host), status, out, stop,
+    _serve(lambda: start_worker(dispatcher_address, port, worker_host=worker_host, notice=False), status, out, stop,
            before=wait_for_dispatcher)
 
 

@@ -62,6 +62,11 @@ class WorkerWatch:
             self.answering[address] = up
         return said
 
+    def say_now(self) -> None:
+        """One look now, printing what it finds (at the end of an epoch)."""
+        for line in self.look():
+            print(line, file=self._out or sys.stderr, flush=True)
+
     def run(self, stop: threading.Event) -> None:
         """Looks every WATCH_SECONDS, printing what each look finds, until `stop` is set or the
         dispatcher has been away for GIVE_UP_SECONDS (the next distribute() watches it again)."""
@@ -91,6 +96,29 @@ def watch(host: str, port: int) -> WorkerWatch:
                              name=f"tfpipe-service-watch-{port}").start()
             _WATCHES[(host, port)] = found
         return _WATCHES[(host, port)]
+
+
+def at_end(ds, fn):
+    """`ds`, calling fn() (Python, for its side effect) when its last element has been read.
+
+    A blank element of ds's structure is appended behind a map that calls fn and a filter that
+    drops it, so consumers see exactly ds's elements. Datasets of other than plain tensors
+    (ragged, sparse) are returned as they are.
+    """
+    import tensorflow as tf
+
+    specs = tf.nest.flatten(ds.element_spec)
+    if not all(isinstance(s, tf.TensorSpec) for s in specs):
+        return ds
+    blank = tf.nest.map_structure(lambda s: tf.zeros([d or 0 for d in s.shape], s.dtype), ds.element_spec)
+
+    def call(*element):
+        done = tf.py_function(lambda: fn() or 0, [], tf.int32)
+        with tf.control_dependencies([done]):
+            return tf.nest.map_structure(tf.identity, element if len(element) > 1 else element[0])
+
+    tail = tf.data.Dataset.from_tensors(blank).map(call).filter(lambda *element: False)
+    return ds.concatenate(tail)
 
 
 def dispatcher_workers(host: str, port: int, seconds: float = 2.0) -> Optional[list[str]]:

@@ -182,13 +182,20 @@ def _upgrade_v1(old: dict, where: str) -> dict:
     try:
         store, dtype, shape = old["store"], old["dtype"], [int(d) for d in old["shape"]]
         features = {store: {"dtype": dtype, "shape": shape}, "path": {"dtype": "bytes", "shape": []}}
-        domain = {"name": "audio", "store": store, "config": old["features"],
+        domain = {"name": _v1_domain(store), "store": store, "config": old["features"],
                   "features": {store: {"dtype": "float32", "shape": shape}}}
     except (KeyError, TypeError, ValueError):
         features, domain = None, None  # recognized as a shard folder; reading it fails in check_readable
     return {**{k: v for k, v in old.items() if k not in ("store", "dtype", "shape")},
             "format": "tfrecord-example", "version": 1, "features": features, "domain": domain,
             "label_key": "label", "label_names": False}
+
+
+def _v1_domain(store: str) -> str:
+    """The domain of a version-1 index (which names none): the one whose shards store `store`."""
+    from tfpipe.core.registry import domains  # the domain plug-ins, loaded on first use
+
+    return next((d.name for d in domains().values() if store in d.stores()), "")
 
 
 def size_problem(path: str, expected: int) -> str:

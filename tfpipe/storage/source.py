@@ -1,4 +1,4 @@
-"""ShardSource: a shard folder as a Source of the core chain (registered as a folder reader).
+"""ShardSource: a shard folder as a Source of the core chain (`read_folder`, which tfpipe.storage registers).
 
 The folder's format reads each shard (expand, inside the chain's interleave) and parses its
 records; a domain's shards then go through the domain's `stored_stages` (e.g. log-mel from
@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from tfpipe.core import filesystem as fs
 from tfpipe.core.chain_input import ChainInput
-from tfpipe.core.registry import get_domain, register_folder_reader
+from tfpipe.core.registry import get_domain
 from tfpipe.core.stage import Stage, user_stages
 from tfpipe.errors import DataError
 from tfpipe.storage import index as index_lib
@@ -181,5 +181,3 @@ def check_features(source: ShardSource, features: Any) -> None:
     if source.index.get("domain"):
         source._stored_stages(features)  # pylint: disable=protected-access
 
-
-register_folder_reader(read_folder)

@@ -51,7 +51,9 @@ def _run_pool(jobs: Sequence[ShardJob], num_workers: int, bar) -> tuple[list[dic
     context = multiprocessing.get_context("forkserver")
     inputs = jobs[0].inputs
     domain_module = _domain_module(inputs.domain)
-    context.set_forkserver_preload(["tfpipe.storage.workers", domain_module])
+    # TensorFlow named: neither module imports it at the top (a domain's module imports without it).
+    context.set_forkserver_preload(["tensorflow", "tfpipe.storage.workers", domain_module])
+    _start_forkserver_deaf_to_ctrl_c()
     done_queue = context.Queue()
     ready: list[float] = []
     manifests: dict[int, dict] = {}
@@ -89,6 +91,21 @@ def _domain_module(domain: str) -> str:
     from tfpipe.core.registry import get_domain
 
     return type(get_domain(domain)).__module__
+
+
+def _start_forkserver_deaf_to_ctrl_c() -> None:
+    """Starts the forkserver with SIGINT ignored, which its workers inherit: Ctrl-C reaches every process
+    of the terminal's group, and this one stops them (one line from the command, not a traceback from
+    each worker and from the forkserver's TensorFlow import)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    from multiprocessing import forkserver
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _stop_on_sigterm() -> Callable[[], None]:

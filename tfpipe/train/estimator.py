@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import warnings
 from typing import Any, Callable, Optional, Sequence
 
@@ -15,8 +16,9 @@ import tensorflow as tf
 from tfpipe.config import PipelineConfig
 from tfpipe.core import ledger
 from tfpipe.core.chain import build, check_args
-from tfpipe.core.registry import get_domain
+from tfpipe.core.registry import domain_of_config, get_domain
 from tfpipe.core.source import Data, find
+from tfpipe.train import wait
 from tfpipe.train.wait_hook import InputWaitHook  # noqa: F401  (public here: tfpipe.estimator.InputWaitHook)
 
 _LOG = logging.getLogger("tfpipe")
@@ -70,10 +72,25 @@ def make_input_fn(data: Data, mode: str = "train", pipeline: Optional[PipelineCo
         seed = chain.seed if chain.seed is not None else 0  # the same order at every call
         start = (resume_position(source, chain, input_context, getattr(config, "model_dir", None), seed)
                  if resume else None)
+        if mode == "train" and not tf.executing_eagerly():
+            _name_the_data(data, kwargs)
         return build(source, mode, chain, features, input_context, start_example=start,
                      seed=seed if resume else None, allow_device_prefetch=False, **kwargs)
 
     return input_fn
+
+
+def _name_the_data(data: Data, kwargs: dict) -> None:
+    """Leaves the folder tfpipe's chain reads in the graph, for InputWaitHook's `tfpipe bench --data` advice.
+
+    Only where the bench can read it the same way: a path (or a FileSource's folder/CSV) and no
+    user functions (with those, the verdict points at the user's own function instead).
+    """
+    if any(kwargs.get(k) is not None for k in ("read", "process", "batch_process")):
+        return
+    path = os.fspath(data) if isinstance(data, (str, os.PathLike)) else getattr(data, "root", "")
+    if isinstance(path, str) and path:
+        tf.compat.v1.add_to_collection(wait.DATA_COLLECTION, path)
 
 
 def resume_position(source: Any, pipeline: PipelineConfig, input_context: Optional[tf.distribute.InputContext],
@@ -105,25 +122,21 @@ def serving_input_receiver_fn(features: Any = None, *, domain: Optional[str] = N
                               fixed_length: bool = False) -> Callable[[], Any]:
     """Returns a `serving_input_receiver_fn` for export: raw inputs in, the training features out.
 
-    The domain builds the signature (audio: `{"waveform": float32 [batch, samples]}`, mono
-    samples in [-1, 1) at the config's sample rate, cropped or zero-padded like training;
-    images: encoded image bytes), with the same ops the input pipeline runs, so the served
-    model sees exactly what it was trained on.
+    The domain builds the signature (`Domain.serving_receiver`: e.g. raw mono waveforms at the
+    config's sample rate, cropped or zero-padded like training; or encoded image bytes), with
+    the same ops the input pipeline runs, so the served model sees exactly what it was trained on.
 
     Args:
       features: the config the model was trained with (default: the domain's default).
-      domain: "audio" or "image"; default: the domain whose config `features` is (audio).
-      fixed_length: audio only: the signature then requires exactly `num_samples` per row.
+      domain: a registered domain's name; default: the domain whose config `features` is (no
+        features: the default domain, tfpipe.core.registry.default_domain).
+      fixed_length: for a "waveform" input: the signature then requires exactly `num_samples` per row.
 
     Returns:
       A zero-argument function for `Estimator.export_saved_model` or
       `tf.estimator.FinalExporter`, returning a `tf.estimator.export.ServingInputReceiver`.
     """
-    from tfpipe.core.registry import domains
-
-    if domain is None:
-        domain = next((d.name for d in domains().values() if isinstance(features, d.config_class)), "audio")
-    plugin = get_domain(domain)
+    plugin = get_domain(domain) if domain is not None else domain_of_config(features)
     config = plugin.config(features)
 
     def receiver_fn():

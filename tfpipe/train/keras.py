@@ -7,6 +7,7 @@ measures, per epoch, how much of `fit`'s step time waits for the next batch.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any, Callable, Optional
 
@@ -83,22 +84,34 @@ class InputWaitCallback(tf.keras.callbacks.Callback):
       log_dir: write `tfpipe/input_wait_share` and `tfpipe/examples_per_sec` per epoch as
         TensorBoard scalars there (None: no summaries).
       report: where the per-epoch line and the verdict go (default: INFO on the 'tfpipe' logger).
+      data: the folder (CSV, shard folder) tfpipe's chain reads, for the `tfpipe bench --data`
+        command the verdict suggests (unset: it suggests timing your own function, `--dataset_fn`).
 
     Attributes:
       stats: WaitStats of every epoch of every `fit` with this callback.
       epochs: WaitStats per epoch, in order.
     """
 
-    def __init__(self, log_dir: Optional[str] = None, report: Optional[Callable[[str], None]] = None):
+    def __init__(self, log_dir: Optional[str] = None, report: Optional[Callable[[str], None]] = None, *,
+                 data: Optional[str] = None):
         super().__init__()
         self.log_dir = log_dir
         self._report = wait.reporter(report)
+        self.context = wait.WaitContext(data=data or "")  # CPU only? is known when fit starts
+        self._began = False
         self.stats = WaitStats()
         self.epochs: list[WaitStats] = []
         self._writer = None
         self._timed: Optional[_TimedTrainFunction] = None
 
+    def summary(self) -> str:
+        """The closing line: throughput and the verdict, or why no step was measured."""
+        steps_run = sum(e.steps for e in self.epochs)
+        return wait.summary_line(self.stats, self.context, unmeasured=wait.why_unmeasured(self._began, steps_run, 0))
+
     def on_train_begin(self, logs=None):
+        self.context = dataclasses.replace(self.context, cpu_only=wait.cpu_only())
+        self._began = True
         model = self.model
         if isinstance(model.train_function, _TimedTrainFunction):  # left by a fit that raised
             model.train_function = model.train_function.original
@@ -135,7 +148,7 @@ class InputWaitCallback(tf.keras.callbacks.Callback):
         if self._timed:
             self.model.train_function = self._timed.original
             self._timed = None
-            self._report(wait.summary_line(self.stats))
+            self._report(self.summary())
 
 
 def _train_function_body(model: tf.keras.Model) -> Optional[Callable]:

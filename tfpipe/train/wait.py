@@ -17,6 +17,8 @@ _LOG = logging.getLogger("tfpipe")
 COMPUTE_BOUND_SHARE = 0.05
 # From this share on, the input pipeline is what limits training.
 INPUT_BOUND_SHARE = 0.25
+# Graph collection where tfpipe's input_fns leave the data they read, for the hook's bench command.
+DATA_COLLECTION = "tfpipe_input_data"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,29 +70,92 @@ def progress_line(where: str, stats: WaitStats) -> str:
             f"{stats.input_wait_share:.1%} of step time ({stats.steps} steps)")
 
 
-def summary_line(stats: WaitStats) -> str:
-    """The closing log line: the whole run's throughput, then the verdict."""
-    return f"input wait over {stats.steps} steps, {stats.examples_per_second:,.0f} examples/s: {verdict(stats)}"
+@dataclasses.dataclass(frozen=True)
+class WaitContext:
+    """What the verdict needs to know beyond the figures: where training ran and what it read.
+
+    Attributes:
+      cpu_only: no GPU (or TPU) visible: the input pipeline and the model share the CPU cores, so
+        time a step waits is not idle time, and input free of cost is no free speed-up.
+      data: the folder, CSV or shard folder tfpipe's chain read ("": unknown, e.g. a user's own
+        input_fn), for the `tfpipe bench` command the verdict suggests.
+    """
+
+    cpu_only: bool = False
+    data: str = ""
+
+    def bench_command(self, *, ops: bool = True) -> str:
+        """The `tfpipe bench` command that times this input: over the folder, or over the user's own function."""
+        import shlex
+
+        what = f"--data {shlex.quote(self.data)} --variants naive,optimized" if self.data \
+            else "--dataset_fn MODULE.py:FUNCTION --variants naive,optimized"
+        return f"tfpipe bench {what}" + " --ops" * ops
 
 
-def verdict(stats: WaitStats) -> str:
+def summary_line(stats: WaitStats, context: Optional[WaitContext] = None, *,
+                 unmeasured: str = "") -> str:
+    """The closing log line: the whole run's throughput, then the verdict.
+
+    Args:
+      stats: every step measured.
+      context: where training ran and what it read (default: unknown data, an accelerator).
+      unmeasured: with no step measured, why (see `why_unmeasured`).
+    """
+    if not stats.steps:
+        return f"input wait: {unmeasured or 'no training step measured'}; nothing to report"
+    return (f"input wait over {stats.steps} steps, {stats.examples_per_second:,.0f} examples/s: "
+            f"{verdict(stats, context)}")
+
+
+def why_unmeasured(began: bool, steps_run: int, warmup_steps: int) -> str:
+    """Why no step was measured, for the closing line (a second run into a finished model_dir, most often)."""
+    if not began:
+        return ("no training step ran: training returned before it started a session (an Estimator whose "
+                "model_dir's checkpoint is already at max_steps skips training; raise max_steps or use a new "
+                "model_dir)")
+    if not steps_run:
+        return "no training step ran"
+    return (f"no training step measured: training ended within the {warmup_steps} warm-up step(s) "
+            f"(warmup_steps={warmup_steps})")
+
+
+def verdict(stats: WaitStats, context: Optional[WaitContext] = None) -> str:
     """What the figures mean for the person training, in one line.
+
+    Args:
+      stats: the steps measured.
+      context: where training ran (CPU only: the wait bounds the gain, `tfpipe bench` measures it)
+        and what it read (a folder: the bench command over it; else over the user's own function).
 
     Returns:
       "input-bound: ...", "partly input-bound: ..." or "compute-bound: ...", with the share,
       what a faster pipeline could gain and how to find the slow op.
     """
+    context = context or WaitContext()
     if not stats.steps:
-        return "no training steps measured (training ended within the warm-up steps)"
+        return "no training steps measured (no step ran, or training ended within the warm-up steps)"
     share = stats.input_wait_share
     if share < COMPUTE_BOUND_SHARE:
         return (f"compute-bound: input waits {share:.0%} of each step; a faster input pipeline "
                 f"would not speed training up")
-    gain = f"with input free, steps would be up to {stats.speedup_if_input_were_free:.1f}x faster"
-    find_it = "time the pipeline with `tfpipe bench --dataset_fn MODULE.py:FUNCTION --ops` to find the slow op"
-    if share < INPUT_BOUND_SHARE:
-        return f"partly input-bound: {share:.0%} of each step waits for data ({gain}); {find_it}"
-    return f"input-bound: {share:.0%} of each step waits for data ({gain}); {find_it}"
+    bound = "input-bound" if share >= INPUT_BOUND_SHARE else "partly input-bound"
+    speedup = stats.speedup_if_input_were_free
+    if context.cpu_only:
+        return (f"{bound}: {share:.0%} of each step waits for data, but on this CPU-only host (no GPU visible) "
+                f"the input pipeline and the model share the cores, so the wait is not idle time: a faster "
+                f"pipeline also takes cores from the model, and {speedup:.1f}x is only a bound on the gain; "
+                f"the real gain is what `{context.bench_command(ops=False)}` measures (--ops names the slow op)")
+    gain = f"with input free, steps would be up to {speedup:.1f}x faster"
+    return f"{bound}: {share:.0%} of each step waits for data ({gain}); time the pipeline with " \
+           f"`{context.bench_command()}` to find the slow op"
+
+
+def cpu_only() -> bool:
+    """No GPU or TPU visible to TensorFlow (imported here, when a hook starts: this module stays TensorFlow-free)."""
+    import tensorflow as tf
+
+    return not any(tf.config.list_physical_devices(kind) for kind in ("GPU", "TPU"))
 
 
 def reporter(report: Optional[Callable[[str], None]]) -> Callable[[str], None]:

@@ -147,10 +147,13 @@ class InputWaitHook(tf.compat.v1.train.SessionRunHook):
       warmup_steps: steps at the start of each session not measured: the iterator is built
         and shuffle buffers fill then, a one-off cost.
       report: where lines go (default: INFO on the 'tfpipe' logger).
+      data: the folder (CSV, shard folder) the input_fn reads, for the `tfpipe bench --data`
+        command the verdict suggests; tfpipe's `make_input_fn` over a folder says so itself.
+        Unknown: the verdict suggests timing your own function (`--dataset_fn`).
     """
 
     def __init__(self, every_n_steps: int = 100, warmup_steps: int = 10,
-                 report: Optional[Callable[[str], None]] = None):
+                 report: Optional[Callable[[str], None]] = None, *, data: Optional[str] = None):
         if every_n_steps < 0 or warmup_steps < 0:
             raise ValueError(f"InputWaitHook(every_n_steps={every_n_steps}, warmup_steps={warmup_steps}): "
                              f"both must be >= 0")
@@ -160,9 +163,21 @@ class InputWaitHook(tf.compat.v1.train.SessionRunHook):
         self.stats = WaitStats()
         self._window = WaitStats()  # since the last progress line
         self._unwritten = WaitStats()  # since the last TensorBoard summary
+        self._data = data
+        self.context = wait.WaitContext()  # set when a session begins: CPU only?, the data read
+        self._began, self._run = False, 0  # a session began; steps run in all (warm-up included)
+
+    def summary(self) -> str:
+        """The closing line: throughput and the verdict, or why no step was measured."""
+        return wait.summary_line(self.stats, self.context,
+                                 unmeasured=wait.why_unmeasured(self._began, self._run, self._warmup))
 
     def begin(self):
         graph = tf.compat.v1.get_default_graph()
+        read = [d for d in graph.get_collection(wait.DATA_COLLECTION) if d]
+        self.context = wait.WaitContext(cpu_only=wait.cpu_only(),
+                                        data=self._data or (read[0] if len(set(read)) == 1 else ""))
+        self._began = True
         self._probes = _Probes.add_to(graph)
         self._global_step = tf.compat.v1.train.get_global_step()
         with tf.name_scope(_SCOPE):
@@ -184,6 +199,7 @@ class InputWaitHook(tf.compat.v1.train.SessionRunHook):
         now = time.time()
         previous, self._previous_end = self._previous_end, now
         self._seen += 1
+        self._run += 1
         if self._seen <= self._warmup or previous is None:
             return
         step = self._fetch.step(run_values.results, previous, now)
@@ -197,7 +213,7 @@ class InputWaitHook(tf.compat.v1.train.SessionRunHook):
             self._window = WaitStats()
 
     def end(self, session):
-        self._report(wait.summary_line(self.stats))
+        self._report(self.summary())
 
     def _summary(self) -> bytes:
         """The TensorBoard scalars of the steps since the previous call (none before the first step)."""

@@ -26,7 +26,7 @@ def _count(ds):
 def test_no_audio_stage_is_random_and_only_read_runs_per_file():
     stages = get_domain("audio").stages(FEAT, "train")
     assert [(s.name, s.batchable, s.random) for s in stages] == [
-        ("read", False, False), ("check", True, False), ("decode", True, False), ("features", True, False)]
+        ("read", False, False), ("decode", True, False), ("features", True, False)]
 
 
 @pytest.mark.parametrize("change", ["truncated", "stereo", "other_rate", "longer_header"])
@@ -66,7 +66,7 @@ def test_a_long_recording_is_read_only_as_far_as_the_clip_and_checked(tmp_path):
     ds = tfpipe.build_dataset(str(tmp_path / "c"), "eval", PIPE, FEAT)
     features = next(iter(ds))[0]["log_mel"].numpy()
     np.testing.assert_array_equal(features[0], features[1])  # the head read gives the same clip
-    read, _, _, _ = audio_domain.wav_stage_fns(FEAT)
+    read, _, _ = audio_domain.wav_stage_fns(FEAT)
     table = get_domain("audio").file_table([long_path], FEAT)
     element = tf.data.Dataset.from_tensor_slices((table, tf.constant([0], tf.int64))).map(read)
     (contents, _, offset, size, _, _), _ = next(iter(element))

@@ -1,4 +1,5 @@
-"""AudioConfig: which log-mel or waveform features the audio domain makes."""
+"""AudioConfig: which log-mel or waveform features the audio domain makes; what its shards store and
+what its synthetic corpus takes (no TensorFlow, no numpy: the command line's flags read these)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import dataclasses
 from typing import Optional
 
 from tfpipe.config import config_field, validate
+
+STORES = ("log_mel", "waveform")  # what shards may store (the first: the default)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +45,10 @@ class AudioConfig:
     fmax: Optional[float] = config_field(None, "Highest mel frequency in Hz (default: sample_rate/2).", min=1.0, type=float)
     log_offset: float = config_field(1e-6, "Offset added to mel power before the log.", min=1e-12)
     backend: str = config_field("tf", "Feature code: in-graph 'tf' or 'librosa' via numpy_function.", choices=("tf", "librosa"))
-    output: str = config_field("log_mel", "What the pipeline yields: 'log_mel' or the raw 'waveform'.", choices=("log_mel", "waveform"))
+    # Its flag is --features (--output, its old name, is the folder `tfpipe synth` and `prepare` write
+    # to); `tfpipe prepare` takes none: --store picks what shards hold.
+    output: str = config_field("log_mel", "What the pipeline yields: 'log_mel' or the raw 'waveform'.", choices=("log_mel", "waveform"),
+                               flag="features", old_flag="output", prepare=False)
 
     def __post_init__(self):
         validate(self)
@@ -82,3 +88,20 @@ class AudioConfig:
         if self.output == "waveform":
             return (self.num_samples,)
         return (self.num_frames, self.n_mels)
+
+
+@dataclasses.dataclass(frozen=True)
+class AudioCorpusConfig:
+    """What the synthetic audio corpus takes besides its size and seed (`tfpipe synth` flags).
+
+    Attributes:
+      sample_rate: Hz of the clips.
+      clip_seconds: length of each clip.
+    """
+
+    sample_rate: int = config_field(16000, "Sample rate in Hz (at least 8000: the sounds span 90 Hz to 3.6 kHz or "
+                                           "more).", min=8000, max=384000)
+    clip_seconds: float = config_field(1.0, "Clip length in seconds (events last 40-90% of it).", min=0.5)
+
+    def __post_init__(self):
+        validate(self)

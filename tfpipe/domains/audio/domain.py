@@ -5,15 +5,18 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Sequence
 
-import tensorflow as tf
-
-from tfpipe.core.domain import Domain, check_stored_fields
-from tfpipe.core.files import tf_paths
+from tfpipe.core import lazy
+from tfpipe.core.domain import Corpus, Domain, check_stored_fields
 from tfpipe.core.registry import register_domain
 from tfpipe.core.stage import Stage
-from tfpipe.domains.audio import ops, scan
-from tfpipe.domains.audio.config import AudioConfig
+from tfpipe.domains.audio import scan
+from tfpipe.domains.audio.config import STORES, AudioConfig, AudioCorpusConfig
 from tfpipe.errors import DataError
+
+# Loaded on first use: this module imports without TensorFlow (tfpipe.core.lazy says why).
+tf = lazy.module("tensorflow")
+ops = lazy.module("tfpipe.domains.audio.ops")
+files = lazy.module("tfpipe.core.files")
 
 # Fields that fix the stored values: shards are reusable only by a pipeline asking for the same ones.
 _LOG_MEL_FIELDS = ("sample_rate", "clip_seconds", "n_fft", "hop_length", "n_mels", "fmin", "fmax", "log_offset")
@@ -28,15 +31,15 @@ _HASH_BUCKETS = 1 << 62  # header fingerprints: tf.strings.to_hash_bucket_fast, 
 
 
 def wav_stage_fns(f: AudioConfig, head_reads: bool = True):
-    """read, check, decode, featurize over (file, label) elements, file = (path, data offset, data
-    size, file size, header fingerprint) as `AudioDomain.file_table` makes it.
+    """read, decode, featurize over (file, label) elements, file = (path, data offset, data size,
+    file size, header fingerprint) as `AudioDomain.file_table` makes it.
 
     read is the only stage that must run per file: it reads the bytes (the head only, for files far
-    larger than the clip, when `head_reads`; without them no per-file branch). check fails, naming
-    the file, when it no longer has the size and header the scan saw (truncated, replaced by a stereo
-    file, rewritten): the offsets would no longer point at its samples. check, decode and featurize
-    work on one example or on a whole batch (one fingerprint, one decode_raw, one STFT per batch);
-    tfpipe.bench times them one by one.
+    larger than the clip, when `head_reads`; without them no per-file branch). decode first fails,
+    naming the file, when it no longer has the size and header the scan saw (truncated, replaced by
+    a stereo file, rewritten): the offsets would no longer point at its samples. decode and
+    featurize work on one example or on a whole batch (one fingerprint check, one decode_raw, one
+    STFT per batch); tfpipe.bench times them one by one.
     """
 
     def read(file, label):
@@ -48,7 +51,7 @@ def wav_stage_fns(f: AudioConfig, head_reads: bool = True):
         contents = tf.cond(head, lambda: _read_head(path, needed, file_size), lambda: tf.io.read_file(path))
         return (contents, path, offset, size, tf.where(head, needed, file_size), fingerprint), label
 
-    def check(file, label):
+    def decode(file, label):
         contents, path, offset, size, expected, fingerprint = file
         same = tf.logical_and(tf.equal(tf.cast(tf.strings.length(contents), tf.int64), expected),
                               tf.equal(_fingerprint(tf.strings.substr(contents, tf.zeros_like(offset), offset)),
@@ -62,16 +65,12 @@ def wav_stage_fns(f: AudioConfig, head_reads: bool = True):
             "truncated, replaced or rewritten); build the dataset again (a new build_dataset or input_fn "
             "call) so the file is checked again")])])
         with tf.control_dependencies([assertion]):
-            return (tf.identity(contents), offset, size), label
-
-    def decode(file, label):
-        contents, offset, size = file
-        return ops.decode_pcm16(contents, offset, size, f.num_samples), label
+            return ops.decode_pcm16(contents, offset, size, f.num_samples), label
 
     def featurize(waveform, label):
         return {f.feature_key: ops.compute_features(waveform, f)}, label
 
-    return read, check, decode, featurize
+    return read, decode, featurize
 
 
 def _read_head(path: tf.Tensor, length: tf.Tensor, file_size: tf.Tensor) -> tf.Tensor:
@@ -97,24 +96,34 @@ class AudioDomain(Domain):
     extensions = (".wav",)
     config_class = AudioConfig
     kind = "wav"
+    default = True
+    corpus = Corpus("tfpipe.domains.audio.synthetic:write_files", AudioCorpusConfig,
+                    "8 learnable classes of wav clips")
+    recipes = {"keras": "tfpipe.domains.audio.recipes:keras_recipe"}
+    # Training runs shard first (any wav soundfile reads trains, resampled and mixed to mono) and
+    # store waveforms: the pipeline then computes the log-mel on every read, so its settings matter.
+    shards_for_training = True
+    training_store = "waveform"
+    serving_sends = "raw waveforms"
 
     def file_table(self, paths: Sequence[str], config: AudioConfig) -> Any:
         return self._table(paths, scan.scan_wavs(paths, config))  # every unusable file is named here
 
     def _table(self, paths: Sequence[str], layout: Any) -> Any:
         fingerprints = _fingerprint(list(layout.headers)) if paths else tf.zeros([0], tf.int64)
-        return (tf_paths(paths), tf.constant(layout.offsets, tf.int64), tf.constant(layout.sizes, tf.int64),
+        return (files.tf_paths(paths), tf.constant(layout.offsets, tf.int64), tf.constant(layout.sizes, tf.int64),
                 tf.constant(layout.file_sizes, tf.int64), fingerprints)
 
-    def stages(self, config: AudioConfig, mode: str, head_reads: bool = True) -> list[Stage]:
-        read, check, decode, featurize = wav_stage_fns(config, head_reads)
+    def stages(self, config: AudioConfig, mode: str, head_reads: bool = True, read_bytes: int = 0) -> list[Stage]:
+        read, decode, featurize = wav_stage_fns(config, head_reads)
         python = config.backend == "librosa" and config.output == "log_mel"
-        # Only read runs per file. check, decode and features work on whole batches (one decode_raw
-        # and one STFT per batch) when every clip has one length; whole clips of differing lengths
-        # are decoded one by one.
+        # Only read runs per file. decode (with its check) and features work on whole batches (one
+        # decode_raw and one STFT per batch) when every clip has one length; whole clips of
+        # differing lengths are decoded one by one.
         fixed = not config.whole_clips
-        return [Stage("read", read), Stage("check", check, batchable=True), Stage("decode", decode, batchable=fixed),
-                Stage("features", featurize, batchable=fixed, python=python)]
+        return [Stage("read", read, fixed_shape=True, example_bytes=read_bytes),
+                Stage("decode", decode, batchable=fixed, fixed_shape=fixed),
+                Stage("features", featurize, batchable=fixed, python=python, fixed_shape=fixed)]
 
     def reading(self, paths: Sequence[str], config: AudioConfig, mode: str) -> tuple[Any, list[Stage]]:
         """The file table and stages, with the per-file head-read branch only where a file needs it."""
@@ -122,11 +131,10 @@ class AudioDomain(Domain):
         needed = [o + (s if config.whole_clips else min(s, 2 * config.num_samples))
                   for o, s in zip(layout.offsets, layout.sizes)]
         head_reads = any(size - n > _WHOLE_READ_SLACK for size, n in zip(layout.file_sizes, needed))
-        return self._table(paths, layout), self.stages(config, mode, head_reads)
+        largest = max([n if head_reads else size for size, n in zip(layout.file_sizes, needed)] or [0])
+        return self._table(paths, layout), self.stages(config, mode, head_reads, largest)
 
     def stores(self) -> tuple[str, ...]:
-        from tfpipe.domains.audio.offline import STORES
-
         return STORES
 
     def offline(self, config: AudioConfig, store: str):
@@ -141,7 +149,7 @@ class AudioDomain(Domain):
         store = stored["store"]
         check_stored(stored, config)
         if store == "waveform" and config.output == "log_mel":  # log-mel from stored waveforms
-            return [Stage("features", lambda values, labels: (
+            return [Stage("features", fixed_shape=True, fn=lambda values, labels: (
                 {config.feature_key: ops.compute_features(values[store], config)}, labels), batchable=True)]
         return []
 
@@ -155,6 +163,18 @@ class AudioDomain(Domain):
         waveform = tf.compat.v1.placeholder(tf.float32, [None, None], name="waveform")
         fixed = waveform if config.whole_clips else ops.fix_length(waveform, config.num_samples)
         return {"waveform": waveform}, {config.feature_key: ops.compute_features(fixed, in_graph)}
+
+    def serving_inputs(self, paths: Sequence[str], config: AudioConfig) -> dict:
+        """Any wav the sharding reads, resampled to the config's rate and mixed to mono, as waveforms."""
+        from tfpipe.domains.audio.offline import load_clip, pad_clips  # soundfile and soxr load here only
+
+        return {"waveform": pad_clips([load_clip(path, config) for path in paths], config.num_samples)}
+
+    def model_input(self, features: Mapping[str, Any], config: AudioConfig) -> Any:
+        """The log-mel (computed here from waveforms), standardized per clip over frames and bands."""
+        if "waveform" in features:
+            features = {"log_mel": ops.log_mel(features["waveform"], config)}
+        return super().model_input({"log_mel": features["log_mel"]}, config)
 
 
 def check_stored(stored: Mapping[str, Any], f: AudioConfig, where: str = "the shard index") -> None:

@@ -19,14 +19,13 @@ import numpy as np
 
 from tfpipe.core import filesystem as fs
 from tfpipe.core.domain import Offline, Schema
-from tfpipe.domains.audio.config import AudioConfig
+from tfpipe.domains.audio.config import STORES, AudioConfig
 from tfpipe.errors import DataError
 
 _RESAMPLE_MARGIN_SECONDS = 0.05  # read past the crop so the resampler's filter sees real samples
 # libsndfile's log line for a data chunk longer than the file: "data : 32000 (should be 15978)".
 _SHORT_DATA = re.compile(r"^data\s*:\s*(\d+)\s*\(should be (\d+)\)", re.MULTILINE)
 _STREAMED_SIZES = (0, 0xFFFFFFFF)  # "length unknown" markers written by streaming recorders
-STORES = ("log_mel", "waveform")
 
 
 def load_clip(path: str, features: AudioConfig, notes: "collections.Counter | None" = None) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""ImageConfig: the size, dtype and augmentation of the image domain's features."""
+"""ImageConfig: the size, dtype and augmentation of the image domain's features; what its shards store
+and what its synthetic corpus takes (no TensorFlow, no numpy: the command line's flags read these)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import math
 from tfpipe.config import config_field, validate
 
 CHANNELS = 3  # every image is decoded to RGB: grayscale is repeated, alpha dropped, CMYK converted
+STORES = ("jpeg", "raw")  # what shards may store (the first: the default)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,3 +98,30 @@ class ImageConfig:
     def stored_short_side(self) -> int:
         """The shorter side `tfpipe prepare` stores images at (max_side, or what the eval crop needs)."""
         return self.max_side or max(self.stored_size)
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageCorpusConfig:
+    """What the synthetic image corpus takes besides its size and seed (`tfpipe synth` flags).
+
+    Attributes:
+      size: (smallest, largest) side in pixels; each image's height and width are drawn from it.
+    """
+
+    size: tuple = config_field((64, 256), "Smallest,largest side in pixels; each image's height and width are "
+                                          "drawn between them.")
+
+    def __post_init__(self):
+        object.__setattr__(self, "size", _sides(self.size))
+        validate(self)
+
+
+def _sides(value: object) -> tuple[int, int]:
+    """(smallest, largest) from a pair or 'a,b' text (a flag's list)."""
+    parts = value.split(",") if isinstance(value, str) else list(value)  # type: ignore[call-overload]
+    try:
+        low, high = (int(str(p).strip()) for p in parts)
+    except ValueError:
+        raise ValueError(f"ImageCorpusConfig.size={','.join(map(str, parts))}: expected two sizes in pixels, "
+                         f"smallest,largest (e.g. 64,256)") from None
+    return low, high

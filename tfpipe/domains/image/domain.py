@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
-import tensorflow as tf
-
-from tfpipe.core.domain import Domain, check_stored_fields
-from tfpipe.core.files import tf_paths
+from tfpipe.core import lazy
+from tfpipe.core.domain import Corpus, Domain, check_stored_fields
 from tfpipe.core.registry import register_domain
 from tfpipe.core.stage import Stage
-from tfpipe.domains.image import ops
-from tfpipe.domains.image.config import CHANNELS, ImageConfig
+from tfpipe.domains.image.config import CHANNELS, STORES, ImageConfig, ImageCorpusConfig
+
+# Loaded on first use: this module imports without TensorFlow (tfpipe.core.lazy says why).
+tf = lazy.module("tensorflow")
+ops = lazy.module("tfpipe.domains.image.ops")
+files = lazy.module("tfpipe.core.files")
 
 
 # Fields that fix the stored images (their size and framing): shards serve only a pipeline asking
@@ -20,17 +22,18 @@ _STORED_FIELDS = ("height", "width", "eval_crop")
 SERVING_KEY = "image_bytes"  # "_bytes": TF Serving's REST API then takes {"b64": ...} values
 
 
-def image_stage_fns(config: ImageConfig, train: bool, ratios: Sequence[int] = ops.JPEG_RATIOS,
+def image_stage_fns(config: ImageConfig, train: bool, ratios: Optional[Sequence[int]] = None,
                     formats: Sequence[str] = ("JPEG", "PNG")):
-    """read, decode, scale over ((path, file size, shape), label) elements, as `ImageDomain.file_table`
+    """read, decode over ((path, file size, shape), label) elements, as `ImageDomain.file_table`
     makes them; tfpipe.bench times them one by one.
 
     read fails, naming the file, when it no longer has the size the scan saw (replaced or cut after
     the pipeline was built): decoding it would fail naming nothing. decode crops at random from the
     shape the scan read (no header parse per epoch), with only the decode scales and formats the
-    scan found possible (`ratios`, `formats`: one of each, no per-image branch), and works on one
-    image (sizes differ until resized); scale on one or a batch.
+    scan found possible (`ratios`, `formats`: one of each, no per-image branch), and gives the image
+    in config's dtype (made per image, in cache: tfpipe.domains.image.ops._finish says why).
     """
+    ratios = ops.JPEG_RATIOS if ratios is None else ratios  # None: every scale (ops loads on use)
 
     def read(file, label):
         path, size, shape = file
@@ -45,12 +48,10 @@ def image_stage_fns(config: ImageConfig, train: bool, ratios: Sequence[int] = op
 
     def decode(file, label):
         contents, shape = file
-        return ops.preprocess(contents, config, train, shape, ratios=ratios, formats=formats), label
+        image = ops.preprocess(contents, config, train, shape, ratios=ratios, formats=formats)
+        return {config.feature_key: image}, label
 
-    def scale(image, label):
-        return {config.feature_key: ops.to_dtype(image, config.dtype, config.normalize)}, label
-
-    return read, decode, scale
+    return read, decode
 
 
 class ImageDomain(Domain):
@@ -60,6 +61,11 @@ class ImageDomain(Domain):
     extensions = (".jpg", ".jpeg", ".png")
     config_class = ImageConfig
     kind = "image"
+    corpus = Corpus("tfpipe.domains.image.synthetic:write_files", ImageCorpusConfig,
+                    "8 learnable classes of JPEG/PNG shapes of mixed sizes and modes")
+    recipes = {"keras": "tfpipe.domains.image.recipes:keras_recipe",
+               "tf-models": "tfpipe.domains.image.recipes:tf_models_recipe"}
+    serving_sends = "encoded image files"
 
     def file_table(self, paths: Sequence[str], config: ImageConfig) -> Any:
         return self._table(paths, self._scan(paths, config))
@@ -80,22 +86,20 @@ class ImageDomain(Domain):
     @staticmethod
     def _table(paths: Sequence[str], scanned: Any) -> Any:
         # Sizes as int32 (what tf.strings.length gives: no cast per image); max_pixels bounds them.
-        return (tf_paths(paths), tf.constant([s.size for s in scanned], tf.int32),
+        return (files.tf_paths(paths), tf.constant([s.size for s in scanned], tf.int32),
                 tf.constant([s.shape for s in scanned], tf.int32, shape=[len(scanned), CHANNELS]))
 
-    def stages(self, config: ImageConfig, mode: str, ratios: Sequence[int] = ops.JPEG_RATIOS,
+    def stages(self, config: ImageConfig, mode: str, ratios: Optional[Sequence[int]] = None,
                formats: Sequence[str] = ("JPEG", "PNG")) -> list[Stage]:
         train = mode == "train"
-        read, decode, scale = image_stage_fns(config, train, ratios, formats)
+        read, decode = image_stage_fns(config, train, ratios, formats)
         # read (the encoded bytes) is deterministic, so a cache keeps it and the random crop and
         # flip of decode are drawn anew each epoch. Images differ in size until resized, so decode
-        # runs per example; the dtype cast works on whole batches (batches are built from uint8).
-        return [Stage("read", read), Stage("decode", decode, random=train),
-                Stage("scale", scale, batchable=True)]
+        # runs per example, and makes the dtype there too, while the image is in cache.
+        return [Stage("read", read, fixed_shape=True),
+                Stage("decode", decode, random=train, fixed_shape=True, example_bytes=_image_bytes(config))]
 
     def stores(self) -> tuple[str, ...]:
-        from tfpipe.domains.image.offline import STORES
-
         return STORES
 
     def offline(self, config: ImageConfig, store: str):
@@ -115,28 +119,48 @@ class ImageDomain(Domain):
         if fixed:
             check_stored(stored, config)
         train = mode == "train"
-        _, _, scale = image_stage_fns(config, train)
+        key = config.feature_key
         if stored["store"] == "jpeg":
             def decode(values, labels):
                 jpeg = values[JPEG_KEY]
-                return ops.preprocess(jpeg, config, train, tf.io.extract_jpeg_shape(jpeg)), labels
+                return {key: ops.preprocess(jpeg, config, train, tf.io.extract_jpeg_shape(jpeg))}, labels
         elif fixed:
             def decode(values, labels):
                 image = tf.saturate_cast(values[FIXED_RAW_KEY], tf.uint8)  # a reader may hand back another dtype
-                return ops.preprocess_decoded(image, config, train), labels
+                return {key: ops.preprocess_decoded(image, config, train)}, labels
         else:
             def decode(values, labels):
                 pixels = tf.io.decode_raw(values[RAW_KEY], tf.uint8)  # a copy of the bytes, no decode
                 image = tf.ensure_shape(tf.reshape(pixels, values[SHAPE_KEY]), [None, None, CHANNELS])
-                return ops.preprocess_decoded(image, config, train), labels
-        return [Stage("decode", decode, random=train), Stage("scale", scale, batchable=True)]
+                return {key: ops.preprocess_decoded(image, config, train)}, labels
+        return [Stage("decode", decode, random=train, fixed_shape=True, example_bytes=_image_bytes(config))]
 
     def serving_receiver(self, config: ImageConfig) -> tuple[dict, dict]:
         """Encoded JPEG/PNG files in (string [batch]), the eval features out: center crop, resize, dtype."""
         encoded = tf.compat.v1.placeholder(tf.string, [None], name=SERVING_KEY)
         images = tf.map_fn(lambda contents: ops.preprocess(contents, config, train=False), encoded,
-                           fn_output_signature=tf.TensorSpec(config.feature_shape, tf.uint8))
-        return {SERVING_KEY: encoded}, {config.feature_key: ops.to_dtype(images, config.dtype, config.normalize)}
+                           fn_output_signature=tf.TensorSpec(config.feature_shape, tf.as_dtype(config.dtype)))
+        return {SERVING_KEY: encoded}, {config.feature_key: images}
+
+    def serving_inputs(self, paths: Sequence[str], config: ImageConfig) -> dict:
+        """Each file's bytes as they are (the signature decodes JPEG and PNG of any size)."""
+        import numpy as np
+
+        encoded = []
+        for path in paths:
+            with open(path, "rb") as f:
+                encoded.append(f.read())
+        return {SERVING_KEY: np.array(encoded, dtype=object)}
+
+    def model_input(self, features: Mapping[str, Any], config: ImageConfig) -> Any:
+        """The images, normalized by ImageNet's per-channel mean and std (unless the pipeline did)."""
+        image = features[config.feature_key]
+        return image if config.normalize else ops.normalize(image)
+
+
+def _image_bytes(config: ImageConfig) -> int:
+    """Bytes of one output image."""
+    return config.height * config.width * CHANNELS * (1 if config.dtype == "uint8" else 4)
 
 
 def check_stored(stored: Mapping[str, Any], config: ImageConfig, where: str = "the shard index") -> None:

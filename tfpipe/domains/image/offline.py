@@ -23,11 +23,10 @@ from PIL import Image
 
 from tfpipe.core import filesystem as fs
 from tfpipe.core.domain import Offline, Schema
-from tfpipe.domains.image.config import CHANNELS, ImageConfig
+from tfpipe.domains.image.config import CHANNELS, STORES, ImageConfig
 from tfpipe.domains.image.scan import ONLINE_FORMATS, Unusable, open_header
 from tfpipe.errors import DataError
 
-STORES = ("jpeg", "raw")
 JPEG_KEY = "image_jpeg"  # store="jpeg": the re-encoded file, bytes
 RAW_KEY = "image_raw"  # store="raw": the uint8 pixels, row-major [rows, columns, 3], as bytes
 SHAPE_KEY = "image_shape"  # store="raw": [rows, columns, 3], int32

@@ -1,0 +1,1 @@
+"""tfpipe-npy: .npy arrays in class folders as a tfpipe domain (registered by tfpipe_npy.domain)."""
