@@ -28,7 +28,10 @@ setup(
     extras_require={
         # tensorflow-datasets 4.9.4 is the release of TF 2.15's time; tensorflow-metadata 1.16+ needs protobuf 5.
         "tfds": ["tensorflow-datasets==4.9.4", "tensorflow-metadata>=1.14,<1.16"],
-        "test": ["pytest>=7", "pytest-timeout>=2", "pytest-xdist>=3", "tensorflow-datasets==4.9.4", "tensorflow-metadata>=1.14,<1.16"],
+        # s3:// paths: tensorflow-io 0.36 is the release built for TensorFlow 2.15 (gs:// needs nothing).
+        "s3": ["tensorflow-io==0.36.*"],
+        "test": ["pytest>=7", "pytest-timeout>=2", "pytest-xdist>=3", "tensorflow-datasets==4.9.4", "tensorflow-metadata>=1.14,<1.16",
+                 "tensorflow-io==0.36.*", "moto[server]>=5.0,<6"],  # tests/objstore: a real S3 server on 127.0.0.1
         "photos": ["scikit-image>=0.21,<0.25", "scikit-learn>=1.3,<1.6"],  # docs/examples/photo_corpus.py
     },
     entry_points={"console_scripts": ["tfpipe=tfpipe.cli:main"]},

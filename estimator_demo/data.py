@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 from typing import Any, Optional, Sequence, Union
 
 import tfpipe
+from tfpipe.core import filesystem as fs
 from tfpipe.core.files import FileSource
 from tfpipe.core.registry import domain_of_config
 from tfpipe.core.source import find
@@ -72,7 +74,9 @@ def prepare_data(data: Union[None, str, FileSource], eval_data: Optional[str], e
         domain = domain_of_config(features)
         if domain.corpus is None:
             raise ValueError(f"the {domain.name} domain has no synthetic corpus: pass --data")
-        corpus_dir = os.path.join(work_dir, "corpus" if domain.default else f"{domain.name}_corpus")
+        # Written by the domain's own writer (soundfile, PIL) to a local folder, beside a remote work_dir.
+        local_dir = work_dir if not fs.is_remote(work_dir) else os.path.join(tempfile.gettempdir(), "tfpipe-demo")
+        corpus_dir = os.path.join(local_dir, "corpus" if domain.default else f"{domain.name}_corpus")
         print(f"[data] synthetic {domain.name} corpus: {per_class} files per class in {corpus_dir}")
         source = find(domain.corpus.write(corpus_dir, per_class=per_class, seed=corpus_seed,
                                           settings=domain.corpus.settings_for(features)))
@@ -93,9 +97,9 @@ def prepare_data(data: Union[None, str, FileSource], eval_data: Optional[str], e
                          f"data's {list(train_src.class_names)}; eval data needs the same class folders "
                          f"or labels")
     if shards:
-        train, train_count = _sharded(train_src, os.path.join(work_dir, "shards", "train"), "train", features,
+        train, train_count = _sharded(train_src, fs.join(work_dir, "shards", "train"), "train", features,
                                       store, num_shards, shard_workers, on_error)
-        held, held_count = _sharded(eval_src, os.path.join(work_dir, "shards", "eval"), "eval", features, store,
+        held, held_count = _sharded(eval_src, fs.join(work_dir, "shards", "eval"), "eval", features, store,
                                     max(1, num_shards // 4), shard_workers, on_error)
     else:  # read online: the chain checks every file when it is built
         train, train_count = train_src, train_src.num_examples
@@ -124,7 +128,7 @@ def _sharded(source: FileSource, out_dir: str, split: str, features: Any, store:
     if index["rejected"]:
         first = index["rejected"][0]
         print(f"[data] {len(index['rejected'])} of {len(source.paths)} {split} files rejected (each listed "
-              f"with its reason in {os.path.join(out_dir, 'tfpipe.json')}), e.g. {first['path']}: "
+              f"with its reason in {fs.join(out_dir, 'tfpipe.json')}), e.g. {first['path']}: "
               f"{first['reason']}")
     return out_dir, index["num_examples"]
 

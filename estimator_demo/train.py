@@ -22,9 +22,7 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # must happen before TensorFlow loads
 
 import dataclasses  # noqa: E402
-import glob  # noqa: E402
 import math  # noqa: E402
-import shutil  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from typing import Any, Optional, Sequence  # noqa: E402
@@ -37,6 +35,7 @@ from estimator_demo import hooks, model  # noqa: E402
 from estimator_demo.data import DemoData, pick_files, prepare_data  # noqa: E402
 from tfpipe import flags as tfpipe_flags  # noqa: E402
 from tfpipe.config import PipelineConfig  # noqa: E402
+from tfpipe.core import filesystem as fs  # noqa: E402
 from tfpipe.core import registry  # noqa: E402
 from tfpipe.errors import DataError  # noqa: E402
 from tfpipe.train.wait import WaitStats  # noqa: E402
@@ -184,7 +183,7 @@ def train_and_evaluate(data: DemoData, pipeline: PipelineConfig, features: Any, 
     metrics, exports = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
     if metrics is None:  # resumed at max_steps already: nothing was trained, so nothing evaluated
         metrics = estimator.evaluate(eval_input, hooks=[eval_report])
-        exports = [estimator.export_saved_model(os.path.join(model_dir, "export", "demo"), receiver)]
+        exports = [estimator.export_saved_model(fs.join(model_dir, "export", "demo"), receiver)]
     export_dir = exports[0].decode() if isinstance(exports[0], bytes) else exports[0]
     return TrainResult(metrics, export_dir, speed.stats, tuple(eval_report.history))
 
@@ -192,11 +191,11 @@ def train_and_evaluate(data: DemoData, pipeline: PipelineConfig, features: Any, 
 def clear_run(model_dir: str) -> None:
     """Deletes what an earlier run left in model_dir (checkpoints, summaries, exports), nothing else."""
     for pattern in _RUN_ARTIFACTS:
-        for path in glob.glob(os.path.join(model_dir, pattern)):
-            if os.path.isdir(path):
-                shutil.rmtree(path)
+        for path in fs.glob(fs.join(model_dir, pattern)):  # gs://, s3:// model_dirs too
+            if fs.isdir(path):
+                fs.rmtree(path)
             else:
-                os.remove(path)
+                fs.remove(path)
 
 
 def predict_saved_model(export_dir: str, files: Sequence[tuple[str, int]],
@@ -232,8 +231,9 @@ def main(argv: Sequence[str]) -> None:
     if os.environ.get("TF_CPP_MIN_LOG_LEVEL") != "0":
         logging.set_verbosity(logging.WARNING)  # TensorFlow also logs through absl (e.g. SavedModel loading)
     started = time.perf_counter()
-    model_dir = os.path.abspath(FLAGS.model_dir)
+    model_dir = fs.abspath(FLAGS.model_dir)
     try:
+        fs.register(model_dir)  # s3://: TensorFlow's Estimator writes there through tensorflow-io
         source = find(FLAGS.data) if FLAGS.data is not None else None  # looked at once
         domain = _domain(source)
         pipeline, features = tfpipe_flags.pipeline_config(), _feature_config(source, domain)

@@ -282,7 +282,9 @@ def _inputs(data: Any, shards: Any) -> Inputs:
     domain = bench_domains.of_source(source) if source is not None else None
     if source is None and shard_source is not None:
         domain = bench_domains.of_source(shard_source)
-    return Inputs(data and os.path.abspath(data), source, shards and os.path.abspath(shards), shard_source, domain)
+    from tfpipe.core.filesystem import abspath  # keeps a gs:// or s3:// path whole
+
+    return Inputs(data and abspath(data), source, shards and abspath(shards), shard_source, domain)
 
 
 def _check_size(v: Variant, where: str, examples: int) -> int:

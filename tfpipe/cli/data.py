@@ -9,6 +9,7 @@ from typing import Sequence
 from absl import flags
 
 from tfpipe.cli import fail, usage_error
+from tfpipe.core import filesystem as fs
 
 FLAGS = flags.FLAGS
 
@@ -202,6 +203,8 @@ def _write():
             beam_options=FLAGS.beam_options, overwrite=FLAGS.overwrite)
     except (DataError, ValueError) as e:
         fail(str(e))
+    except OSError as e:  # a store's refusal (permission, network), named by path
+        fail(f"{e.filename or FLAGS.output}: {e.strerror or e}")
 
 
 def _print_outcome(index: dict, stats) -> None:
@@ -248,7 +251,7 @@ def _print_written(index: dict, out_dir: str) -> None:
           f"{index['format']}" + (f", blocks of {'/'.join(map(str, blocks))}" if blocks != [1] else "")
           + f"; {_schema_text(index['features'])}) to {out_dir}")
     print(f"found {found:,} = written {index['num_examples']:,} + rejected {len(index['rejected']):,}"
-          + (f" (reasons in {os.path.join(out_dir, INDEX_NAME)}; tfpipe inspect {out_dir})"
+          + (f" (reasons in {fs.join(out_dir, INDEX_NAME)}; tfpipe inspect {out_dir})"
              if index["rejected"] else ""))
     if index.get("domain"):
         print(f"converted: {_notes_text(index)}")
@@ -268,7 +271,7 @@ def run_inspect(argv: Sequence[str]) -> None:
 
     if len(argv) != 1:
         fail(USAGE["inspect"])
-    root = os.path.abspath(argv[0])
+    root = fs.abspath(argv[0])
     try:
         source = find(root)
         if not isinstance(source, ShardSource):
@@ -277,6 +280,8 @@ def run_inspect(argv: Sequence[str]) -> None:
         checked = verify.verify_folder(source) if FLAGS.verify else None
     except (DataError, ValueError) as e:
         fail(str(e))
+    except OSError as e:  # a store's refusal (permission, network), named by path
+        fail(f"{e.filename or root}: {e.strerror or e}")
     index = source.index
     if checked is None:
         status = [size_problem(path, shard["bytes"]) or "ok"
@@ -300,7 +305,7 @@ def run_inspect(argv: Sequence[str]) -> None:
         print()
         print(_table([["rejected", "reason"]] + [[r["path"], r["reason"]] for r in index["rejected"]]))
     damaged = [(s["file"], st) for s, st in zip(index["shards"], status) if st not in ("ok", "verified")]
-    problems = [f"{os.path.join(root, f)}: {why}" for f, why in damaged] + (checked.problems if checked else [])
+    problems = [f"{fs.join(root, f)}: {why}" for f, why in damaged] + (checked.problems if checked else [])
     if problems:
         fail(f"{len(problems)} problem(s): {'; '.join(problems)}; rerun the same tfpipe prepare command to "
              f"rewrite the folder")
@@ -329,7 +334,7 @@ def _summary_rows(index: dict, root: str, on_disk: int) -> list[list[str]]:
 def _file_size(path: str) -> int:
     """Bytes on disk, 0 for a file that is gone or cannot be looked at (the shard's status says why)."""
     try:
-        return os.stat(path).st_size
+        return fs.getsize(path)
     except OSError:
         return 0
 

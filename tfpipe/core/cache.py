@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 import tensorflow as tf
 
+from tfpipe.core import filesystem as fs
 from tfpipe.errors import DataError
 
 SNAPSHOT = "snapshot:"
@@ -31,7 +32,7 @@ def cache(ds: tf.data.Dataset, where: str, inputs: Any) -> tf.data.Dataset:
     if where.startswith(SNAPSHOT):
         folder = where.removeprefix(SNAPSHOT)
         check_space(folder, inputs.paths)
-        return _snapshot(ds, os.path.join(folder, contents_key(inputs.paths)))
+        return _snapshot(ds, fs.join(folder, contents_key(inputs.paths)))
     return ds.cache("" if where == "memory" else where)
 
 
@@ -127,10 +128,12 @@ def check_space(folder: str, paths: Sequence[str]) -> None:
     """
     import shutil
 
+    if fs.is_remote(folder):
+        return  # an object store has no free space to ask about
     needed = 0
     for path in paths:
         try:
-            needed += os.stat(path).st_size
+            needed += fs.stat(path).size if fs.is_remote(path) else os.stat(path).st_size
         except OSError:
             pass  # contents_key names an unreadable file
     probe = folder
@@ -149,14 +152,20 @@ def contents_key(paths: Sequence[str]) -> str:
     Raises:
       DataError: a file cannot be read any more, naming it.
     """
-    digest = hashlib.sha256()
-    for path in paths:
+    def identity(path: str) -> str:
         try:
+            if fs.is_remote(path):  # an object has no inode; a rewrite gets a new modification time
+                st = fs.stat(path)
+                return f"{path}\0{st.size}\0{st.mtime_ns}\0\n"
             st = os.stat(path)
         except OSError as e:
             raise DataError(f"{path}: cannot read it any more ({e.strerror}); it was listed when the "
                             f"pipeline's files were found") from None
-        digest.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\n".encode("utf-8", "surrogateescape"))
+        return f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\n"
+
+    digest = hashlib.sha256()
+    for line in fs.parallel(identity, list(paths)):
+        digest.update(line.encode("utf-8", "surrogateescape"))
     return "files-" + digest.hexdigest()[:16]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence, TypeVar
 
+from tfpipe.core import filesystem as fs
 from tfpipe.errors import DataError, listed
 
 T = TypeVar("T")
@@ -43,14 +44,17 @@ def check_files(paths: Sequence[str], check_one: Callable[[str], T], *, what: st
       DataError: naming every refused file and its reason (the first few, and how many more),
         then "Fix: " and the advice.
     """
-    results, bad = [], []
-    for path in paths:
+    def checked(path: str) -> Any:
         try:
-            results.append(check_one(path))
+            return check_one(path)
         except FileProblem as e:
-            bad.append(e)
+            return e
         except OSError as e:  # a file that vanished, a permission, a looping link
-            bad.append(unreadable(path, e))
+            return unreadable(path, e)
+
+    found = fs.parallel(checked, paths)  # remote files in threads: each check waits on the store
+    results = [r for r in found if not isinstance(r, FileProblem)]
+    bad = [r for r in found if isinstance(r, FileProblem)]
     if bad:
         raise DataError(f"{len(bad)} of {len(paths)} {what}:{listed(bad)}\nFix: {fix(bad)}")
     return results

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from typing import Iterator, Sequence
+
+from tfpipe.core import filesystem as fs
 
 MARKER = "synth.json"  # written last: its presence means the corpus is complete
 
@@ -18,8 +19,8 @@ MARKER = "synth.json"  # written last: its presence means the corpus is complete
 def is_complete(out_dir: str, spec: dict) -> bool:
     """True when out_dir holds a finished corpus made from exactly `spec`."""
     try:
-        with open(os.path.join(out_dir, MARKER)) as f:
-            return json.load(f) == spec
+        with fs.open(fs.join(out_dir, MARKER), "rb") as f:
+            return json.loads(f.read()) == spec
     except (OSError, ValueError):
         return False
 
@@ -32,16 +33,13 @@ def writing(out_dir: str, spec: dict, class_names: Sequence[str], what: str) -> 
     Raises:
       ValueError: out_dir holds files or folders that are not part of this corpus.
     """
-    if os.path.isdir(out_dir):
-        foreign = sorted(e for e in os.listdir(out_dir) if e not in class_names and e != MARKER)
+    if fs.isdir(out_dir):
+        foreign = sorted(e for e in fs.listdir(out_dir) if e not in class_names and e != MARKER)
         if foreign:
             raise ValueError(f"{out_dir}: holds {', '.join(foreign[:5])}, which are not part of the synthetic "
                              f"{what}; write it to an empty or new folder")
-    marker = os.path.join(out_dir, MARKER)
-    if os.path.exists(marker):
-        os.remove(marker)  # from here until the end the folder is not a complete corpus
+    marker = fs.join(out_dir, MARKER)
+    if fs.exists(marker):
+        fs.remove(marker)  # from here until the end the folder is not a complete corpus
     yield
-    tmp = marker + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(spec, f, indent=1)
-    os.replace(tmp, marker)
+    fs.write_atomic(marker, json.dumps(spec, indent=1).encode())

@@ -18,7 +18,8 @@ from typing import Any, Optional, Sequence
 
 import tensorflow as tf
 
-from tfpipe.core import registry
+from tfpipe.core import filesystem as fs
+from tfpipe.core import registry, remote_listing
 from tfpipe.core.chain_input import ChainInput
 from tfpipe.core.stage import user_stages
 from tfpipe.errors import DataError, listed
@@ -66,7 +67,8 @@ class FileSource:
         """(train, eval) by a hash of each file's path, so a file never changes side between runs."""
         if not 0.0 < eval_fraction < 1.0:
             raise ValueError(f"eval_fraction={eval_fraction!r}: must be between 0 and 1")
-        is_eval = [_stable_fraction(os.path.relpath(p, folder(self.root))) < eval_fraction for p in self.paths]
+        base = folder(self.root)
+        is_eval = [_stable_fraction(fs.relpath(p, base)) < eval_fraction for p in self.paths]
         train = [i for i, e in enumerate(is_eval) if not e]
         held = [i for i, e in enumerate(is_eval) if e]
         if not train or not held:
@@ -101,7 +103,7 @@ def tf_paths(paths: Sequence[str]) -> list[bytes]:
 
 def folder(root: str) -> str:
     """The folder a Source's relative names start from: the root folder, or a CSV's folder."""
-    return root if os.path.isdir(root) else os.path.dirname(root)
+    return root if fs.isdir(root) else fs.dirname(root)
 
 
 def from_lists(paths: Sequence[Any], labels: Sequence[Any], root: str = "") -> FileSource:
@@ -168,6 +170,9 @@ def class_folder(root: str) -> FileSource:
     Every visible subfolder is a class, an empty one too: dropping it would shift the label
     ids of the classes after it, so a train and an eval folder would disagree.
     """
+    if fs.is_remote(root):
+        classes, by_domain, stray = remote_listing.class_files(root, registry.domain_of)
+        return _class_folder_of(root, classes, by_domain, stray)
     by_domain: dict[str, dict[str, list[str]]] = {}
     classes, stray, unreadable = [], [], []
     for name in sorted(_listdir(root)):
@@ -184,9 +189,9 @@ def class_folder(root: str) -> FileSource:
         if name.startswith("."):  # .ipynb_checkpoints, .git, tfpipe's own work folders
             continue
         classes.append(name)
-        for d, subdirs, fs in sorted(os.walk(class_dir, onerror=unreadable.append)):
+        for d, subdirs, names in sorted(os.walk(class_dir, onerror=unreadable.append)):
             subdirs[:] = sorted(s for s in subdirs if not s.startswith("."))
-            for f in sorted(fs):
+            for f in sorted(names):
                 domain = registry.domain_of(f)
                 if domain:
                     by_domain.setdefault(domain.name, {}).setdefault(name, []).append(os.path.join(d, f))
@@ -194,6 +199,11 @@ def class_folder(root: str) -> FileSource:
         raise DataError(f"{root}: {len(unreadable)} folders cannot be listed, so their files would be left out:"
                         + listed(f"{e.filename}: {e.strerror}" for e in unreadable)
                         + "\nfix their permissions (chmod +rx) or move them out of the data folder")
+    return _class_folder_of(root, classes, by_domain, stray)
+
+
+def _class_folder_of(root: str, classes: list[str], by_domain: dict, stray: list[str]) -> FileSource:
+    """The FileSource of a listed class folder, or the error its layout deserves."""
     if stray:
         raise ValueError(f"{root}: {stray[0]} is not inside a class folder; put each file under {root}/<class_name>/")
     if len(by_domain) > 1:
@@ -215,20 +225,28 @@ def _listdir(folder: str) -> list[str]:
 
 def glob_files(pattern: str) -> FileSource:
     """Files matching a pattern; each one's class is its parent folder's name."""
-    paths = sorted(os.path.abspath(p) for p in glob_lib.glob(pattern, recursive=True) if os.path.isfile(p))
+    if fs.is_remote(pattern):
+        matched = fs.glob(pattern)
+        # A match named like a domain's file is taken as a file (as remote_listing does); the rest are asked.
+        unknown = [p for p in matched if registry.domain_of(p) is None]
+        paths = sorted({p for p in matched if registry.domain_of(p)}
+                       | {p for p, ok in zip(unknown, fs.parallel(fs.isfile, unknown)) if ok})
+    else:
+        paths = sorted(os.path.abspath(p) for p in glob_lib.glob(pattern, recursive=True) if os.path.isfile(p))
     if not paths:
+        fs.check_bucket(pattern)
         raise ValueError(f"{pattern}: the pattern matches no files")
     files_by_class: dict[str, list[str]] = {}
     for p in paths:
-        files_by_class.setdefault(os.path.basename(os.path.dirname(p)), []).append(p)
+        files_by_class.setdefault(os.path.basename(fs.dirname(p)), []).append(p)
     return _labelled(pattern, dict(sorted(files_by_class.items())), common_domain(paths),
                      min_classes=1)
 
 
 def csv_manifest(csv_path: str) -> FileSource:
-    base = os.path.dirname(csv_path)
+    base = fs.dirname(csv_path)
     try:
-        with open(csv_path, newline="", encoding="utf-8-sig") as f:  # -sig: a BOM is not part of 'path'
+        with fs.open(csv_path, newline="", encoding="utf-8-sig") as f:  # -sig: a BOM is not part of 'path'
             reader = csv.DictReader(f)
             columns = reader.fieldnames or []
             if sorted(columns) != ["label", "path"]:
@@ -240,14 +258,14 @@ def csv_manifest(csv_path: str) -> FileSource:
                 if not r["path"] or r["label"] in (None, ""):
                     incomplete.append(line)
                 else:
-                    rows.append((os.path.normpath(os.path.join(base, r["path"])), r["label"]))
+                    rows.append((fs.normjoin(base, r["path"]), r["label"]))
     except UnicodeDecodeError as e:
         raise DataError(f"{csv_path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}); "
                         f"save the manifest as UTF-8") from None
     if incomplete:
         raise DataError(f"{csv_path}: {len(incomplete)} rows lack a path or a label (lines "
                         f"{', '.join(map(str, incomplete[:MAX_LISTED]))}); every row needs both")
-    missing = [p for p, _ in rows if not os.path.isfile(p)]
+    missing = fs.first_missing(p for p, _ in rows)
     if missing:
         raise DataError(f"{csv_path}: {len(missing)} listed files do not exist, e.g. "
                         f"{', '.join(missing[:MAX_LISTED])}; relative paths resolve against the CSV's folder")

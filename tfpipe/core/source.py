@@ -14,6 +14,7 @@ import os
 from typing import Any, Protocol, Union
 
 from tfpipe.core import files, registry
+from tfpipe.core import filesystem as fs
 from tfpipe.core.chain_input import ChainInput
 
 INDEX_NAME = "tfpipe.json"
@@ -56,18 +57,19 @@ def find(data: Any) -> Any:
     if isinstance(data, (list, tuple)):
         return files.from_lists(list(data), [0] * len(data))
     path = os.fspath(data)
-    if any(c in path for c in "*?[") and not os.path.exists(path):
+    if any(c in path for c in "*?[") and not fs.exists(path):
         return files.glob_files(path)
-    path = os.path.abspath(path)
-    if os.path.isdir(path):
+    path = fs.abspath(path)  # a gs://, s3://, ram:// path keeps its scheme (tfpipe.core.filesystem)
+    if fs.isdir(path):
         for reader in registry.folder_readers():
             found = reader(path)
             if found is not None:
                 return found
         return files.class_folder(path)
-    if os.path.isfile(path) and path.lower().endswith(".csv"):
+    if path.lower().endswith(".csv") and fs.isfile(path):
         return files.csv_manifest(path)
-    if not os.path.exists(path):
+    if not fs.exists(path):
+        fs.check_bucket(path)
         raise ValueError(f"{path}: no such file or folder")
     raise ValueError(f"{path}: expected a folder with one subfolder per class ({registry.known_extensions()} "
                      f"files), a CSV manifest (path,label), a glob pattern, or a shard folder with {INDEX_NAME}")

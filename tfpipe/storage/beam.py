@@ -9,20 +9,20 @@ every input before the pipeline starts, and writes tfpipe.json after it has fini
 the manifests the workers left in the folder's work subfolder: a failed run leaves no
 index (nothing a reader takes), and a rerun keeps the shards that are complete.
 
-On a cluster the shard folder must be a path every worker and the launcher see (an NFS or
-other shared mount), and the workers need tfpipe and its domain's libraries installed
+On a cluster the shard folder must be a path every worker and the launcher see (a bucket:
+gs://, s3://; or an NFS or other shared mount), and the workers need tfpipe and its domain's libraries installed
 (e.g. `--setup_file ./setup.py`, or a container image with tfpipe installed).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from typing import Any, Sequence, Union
 
 import apache_beam as beam  # this module is loaded only for runner="beam"
 
+from tfpipe.core import filesystem as fs
 from tfpipe.errors import DataError
 from tfpipe.storage.shard_job import ShardJob, write_shard
 
@@ -73,10 +73,10 @@ def run_beam(jobs: Sequence[ShardJob], beam_options: Any = None) -> list[dict]:
 
 def _manifest(job: ShardJob) -> dict:
     """The manifest a worker left for `job` (it wrote the shard, then this file)."""
-    path = os.path.join(job.work_dir, job.spec.file + ".json")
+    path = fs.join(job.work_dir, job.spec.file + ".json")
     try:
-        with open(path) as f:
-            manifest = json.load(f)
+        with fs.open(path, "rb") as f:
+            manifest = json.loads(f.read())
     except (OSError, ValueError) as e:
         raise DataError(f"{path}: the Beam pipeline finished but this shard's manifest is missing ({e}); the "
                         f"shard folder must be a path every Beam worker and this process share") from None

@@ -6,6 +6,10 @@ so a complete folder holds the shards and tfpipe.json only, and a `{split}-*` gl
 shards only. The index of an earlier run is removed before the first shard is replaced,
 so an interrupted rerun never leaves an old index describing new shards.
 
+On an object store (s3://, gs://) there is no rename and no lock: shards and the index are
+uploaded under their final names (each object appears whole when its upload completes), the
+index last; `.tfpipe-work/lock` names the writer while a run is under way.
+
 Readers and writers meet at tfpipe.json: a process that builds a dataset over the folder
 takes a shared lock on it (`hold_for_reading`) and keeps it while the process lives (tf.data
 reads the shards in C++ long after build_dataset returned, and an Estimator rebuilds the
@@ -20,9 +24,10 @@ import errno
 import fcntl
 import glob
 import os
-import shutil
+import socket
 from typing import Iterable, Optional
 
+from tfpipe.core import filesystem as fs
 from tfpipe.errors import DataError
 from tfpipe.storage import index as index_lib
 from tfpipe.storage.plan import SHARD_PATTERN
@@ -40,16 +45,18 @@ class OutputFolder:
     """
 
     def __init__(self, out_dir: str, split: str):
-        self.root = os.path.abspath(out_dir)
+        self.root = fs.abspath(out_dir)
         self.split = split
-        self.work = os.path.join(self.root, WORK_DIR)
+        self.work = fs.join(self.root, WORK_DIR)
         self._lock_fd: Optional[int] = None
         self._index_fd: Optional[int] = None
 
     def __enter__(self) -> "OutputFolder":
-        self._created = not os.path.exists(self.root)
+        self._created = not fs.exists(self.root)
         try:
-            os.makedirs(self.work, exist_ok=True)
+            fs.makedirs(self.work)
+            if fs.is_remote(self.root):
+                return self._enter_remote()
             fd = os.open(os.path.join(self.work, _LOCK), os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:  # a file in the way, no permission, a read-only filesystem
             where = e.filename if isinstance(e.filename, str) else self.root
@@ -71,15 +78,25 @@ class OutputFolder:
             os.remove(stale)
         return self
 
+    def _enter_remote(self) -> "OutputFolder":
+        """An object store has no lock: the work subfolder's `lock` names the writer (host, process) and,
+        while there is no index, tells readers that a prepare is under way (one writer at a time is
+        the user's to keep there; BUILD_NOTES "Object stores")."""
+        fs.write_atomic(fs.join(self.work, _LOCK), f"{socket.gethostname()} {os.getpid()}".encode())
+        self._lock_fd = -1
+        for stale in fs.glob(fs.join(self.work, "*.tmp-*")):
+            fs.remove(stale)
+        return self
+
     def __exit__(self, *exc) -> None:
         if self._lock_fd is None:
             return
-        if os.path.isdir(self.work) and os.listdir(self.work) == [_LOCK]:  # stopped before any shard
-            shutil.rmtree(self.work, ignore_errors=True)
-            if self._created and not os.listdir(self.root):
-                os.rmdir(self.root)  # a run refused up front leaves nothing behind
+        if fs.isdir(self.work) and fs.listdir(self.work) == [_LOCK]:  # stopped before any shard
+            fs.rmtree(self.work)
+            if self._created and not fs.listdir(self.root):
+                fs.rmtree(self.root)  # a run refused up front leaves nothing behind
         for fd in (self._index_fd, self._lock_fd):
-            if fd is not None:
+            if fd is not None and fd >= 0:
                 os.close(fd)  # releases the flocks
         self._lock_fd = self._index_fd = None
 
@@ -87,13 +104,13 @@ class OutputFolder:
 
     def check_split(self, existing: Optional[dict]) -> None:
         """DataError when the folder holds another split (its index, or its shard files)."""
-        others = {m.group("split") for m in map(SHARD_PATTERN.match, os.listdir(self.root)) if m} - {self.split}
+        others = {m.group("split") for m in map(SHARD_PATTERN.match, fs.listdir(self.root)) if m} - {self.split}
         if existing is not None and existing.get("split") != self.split:
             others.add(existing.get("split"))
         if others:
             raise DataError(f"{self.root}: holds split {', '.join(sorted(map(str, others)))!s} shards, and this run "
                             f"writes split {self.split!r}; one folder holds one split (its tfpipe.json describes "
-                            f"one): write each split to its own folder, e.g. {os.path.dirname(self.root)}/"
+                            f"one): write each split to its own folder, e.g. {fs.dirname(self.root)}/"
                             f"{self.split}")
 
     def claim_index(self) -> None:
@@ -104,6 +121,8 @@ class OutputFolder:
         """
         path = os.path.join(self.root, index_lib.INDEX_NAME)
         release_reading(self.root)  # this process's own datasets: it is their writer too
+        if fs.is_remote(path):
+            return  # an object store has no locks: readers check sizes and counts (BUILD_NOTES)
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
@@ -120,21 +139,21 @@ class OutputFolder:
 
     def invalidate_index(self) -> None:
         """Removes tfpipe.json (durably) before any shard is replaced: no reader takes a half-new folder."""
-        path = os.path.join(self.root, index_lib.INDEX_NAME)
-        if os.path.exists(path):
-            os.remove(path)
+        path = fs.join(self.root, index_lib.INDEX_NAME)
+        if fs.exists(path):
+            fs.remove(path)
             index_lib.fsync_dir(self.root)
 
     def remove_strays(self, keep: Iterable[str]) -> list[str]:
         """Removes this split's shards not in `keep` (an earlier --num_shards) and old-layout leftovers."""
         keep = set(keep)
         removed = []
-        for name in sorted(os.listdir(self.root)):
+        for name in sorted(fs.listdir(self.root)):
             match = SHARD_PATTERN.match(name)
             legacy = (name.endswith(".tfrecord.json") or (name.startswith(".") and ".tmp-" in name)
                       or name.startswith("tfpipe.part-"))
             if (match and match.group("split") == self.split and name not in keep) or legacy:
-                os.remove(os.path.join(self.root, name))
+                fs.remove(fs.join(self.root, name))
                 removed.append(name)
         return removed
 
@@ -142,11 +161,11 @@ class OutputFolder:
 
     def finish(self, index: dict) -> None:
         """Writes tfpipe.json last (atomically), then removes the work subfolder."""
-        index_lib.write_json_atomic(os.path.join(self.root, index_lib.INDEX_NAME), index, tmp_dir=self.work)
-        shutil.rmtree(self.work, ignore_errors=True)
+        index_lib.write_json_atomic(fs.join(self.root, index_lib.INDEX_NAME), index, tmp_dir=self.work)
+        fs.rmtree(self.work)
 
     def manifest_path(self, shard_file: str) -> str:
-        return os.path.join(self.work, shard_file + ".json")
+        return fs.join(self.work, shard_file + ".json")
 
 
 # --- readers -------------------------------------------------------------------------------------
@@ -157,6 +176,8 @@ def hold_for_reading(root: str) -> None:
     Raises:
       DataError: a tfpipe prepare is rewriting the folder, naming it.
     """
+    if fs.is_remote(root):
+        return  # an object store has no locks (see OutputFolder._enter_remote)
     key = os.path.realpath(root)
     try:
         fd = os.open(os.path.join(key, index_lib.INDEX_NAME), os.O_RDONLY | os.O_CLOEXEC)
@@ -180,7 +201,7 @@ def hold_for_reading(root: str) -> None:
 
 def release_reading(root: str) -> None:
     """Drops this process's read lock on `root` (its writer is about to replace the folder)."""
-    held = _READING.pop(os.path.realpath(root), None)
+    held = _READING.pop(fs.realpath(root), None)
     if held is not None:
         os.close(held[0])
 

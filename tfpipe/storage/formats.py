@@ -23,6 +23,11 @@ _MAX_BLOCK_EXAMPLES = 256  # also bounds what one block keeps together before th
 # Records the interleave takes from one v1 shard before the next: amortizes its per-element hand-off
 # between threads (about half the interleave's CPU per record). Records in a shard are already shuffled.
 _V1_INTERLEAVE_BLOCK = 16
+# Bytes each TFRecord reader of a remote file (gs://, s3://) asks for at once: each request waits
+# tens of ms on the store, so small reads leave the reader idle (README "Data in object stores").
+READ_AHEAD_BYTES = 8 << 20  # 8 MiB
+_LOCAL_BUFFER_BYTES = 256 << 10  # 256 KiB: TFRecordDataset's own default
+_REMOTE_PATH = "(?i)[a-z][a-z0-9+.-]*://.*"  # a path with a scheme (RE2: tf.strings.regex_full_match)
 _BLOCK_COUNT_MESSAGE = (": damaged shard: a block holds other example counts than tfpipe.json lists; "
                         "run `tfpipe inspect --verify` on its folder")
 
@@ -164,12 +169,18 @@ def checked_records(path, num_records, num_examples=None, block_size=None, compr
     """
     import tensorflow as tf
 
+    remote = tf.strings.regex_full_match(path, _REMOTE_PATH)
     positions = tf.data.Dataset.range(num_records)  # first in the zip: consumed even when the read fails
-    records = tf.data.TFRecordDataset(path, compression_type=compression)
+    records = tf.data.TFRecordDataset(path, compression_type=compression,
+                                      buffer_size=tf.where(remote, tf.constant(READ_AHEAD_BYTES, tf.int64),
+                                                                  _LOCAL_BUFFER_BYTES))
     read = tf.data.Dataset.zip((positions, records)).ignore_errors(log_warning=False)
     fewer = tf.data.Dataset.from_tensors((tf.cast(num_records, tf.int64), path)).map(
         _raise(path, damaged or _DAMAGED, missing=missing or _MISSING))
-    more = tf.data.TFRecordDataset(path, compression_type=compression).skip(num_records).take(1).map(
+    # Remote files skip this check: skipping records there costs a request per record (or, with a
+    # read-ahead buffer, the whole file again); their size is checked against the index up front.
+    more = tf.data.TFRecordDataset(path, compression_type=compression).skip(num_records).take(
+        tf.where(remote, tf.constant(0, tf.int64), 1)).map(
         lambda record: (tf.cast(num_records, tf.int64), record)).map(_raise(path, extra or _EXTRA))
     return read.concatenate(fewer).take(num_records).concatenate(more)
 

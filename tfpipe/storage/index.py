@@ -26,6 +26,7 @@ import json
 import os
 from typing import Any, Optional, Sequence
 
+from tfpipe.core import filesystem as fs
 from tfpipe.errors import DataError
 
 INDEX_NAME = "tfpipe.json"
@@ -39,23 +40,22 @@ _FIX = "rerun the tfpipe prepare command that wrote the folder"
 def sha256_file(path: str) -> str:
     """Hex sha256 of a file's bytes."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with fs.open(path, "rb") as f:
         for block in iter(lambda: f.read(_HASH_BLOCK), b""):
             digest.update(block)
     return digest.hexdigest()
 
 
 def fsync_dir(path: str) -> None:
-    """Makes renames inside `path` durable."""
-    fd = os.open(path or ".", os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    """Makes renames inside `path` durable (nothing to do on an object store)."""
+    fs.fsync_dir(path)
 
 
 def write_json_atomic(path: str, value: Any, tmp_dir: Optional[str] = None) -> None:
-    """Writes JSON to a temp name, fsyncs, renames: readers see the old file or the whole new one.
+    """Writes JSON so that readers see the old file or the whole new one.
+
+    Locally: a temp name, fsync, rename. On an object store: one upload under the final name
+    (an object appears whole when its writer closes it; there is no atomic rename).
 
     Args:
       path: the final name.
@@ -65,20 +65,10 @@ def write_json_atomic(path: str, value: Any, tmp_dir: Optional[str] = None) -> N
     Raises:
       DataError: the disk is full (the temp file is removed).
     """
-    tmp = os.path.join(tmp_dir or os.path.dirname(path), f".{os.path.basename(path)}.tmp-{os.getpid()}")
     try:
-        with open(tmp, "w") as f:
-            json.dump(value, f, indent=1)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        fs.write_atomic(path, (json.dumps(value, indent=1) + "\n").encode(), tmp_dir)
     except OSError as e:
         raise disk_error(e, path) from e
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    fsync_dir(os.path.dirname(path))
 
 
 def disk_error(error: BaseException, path: str) -> BaseException:
@@ -129,12 +119,12 @@ def read_index(root: str) -> Optional[dict]:
       DataError: unreadable JSON, missing keys, wrong types, or a shard path outside the folder,
         naming the index and what to do.
     """
-    path = os.path.join(root, INDEX_NAME)
-    if not os.path.exists(path):
-        return None
+    path = fs.join(root, INDEX_NAME)
     try:
-        with open(path) as f:
-            index = json.load(f)
+        with fs.open(path, "rb") as f:
+            index = json.loads(f.read())
+    except FileNotFoundError:
+        return None
     except (OSError, ValueError) as e:
         raise DataError(f"{path}: unreadable shard index ({e}); rerun tfpipe prepare") from e
     if not isinstance(index, dict):
@@ -211,7 +201,7 @@ def _v1_domain(store: str) -> str:
 def size_problem(path: str, expected: int) -> str:
     """'' when the shard's size on disk is the index's, else what differs (one stat, no read)."""
     try:
-        actual = os.stat(path).st_size
+        actual = fs.getsize(path)
     except OSError as e:
         return f"shard missing ({e.strerror})"
     return "" if actual == expected else f"{actual} bytes on disk but {INDEX_NAME} lists {expected}"

@@ -14,6 +14,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
+from tfpipe.core import filesystem as fs
 from tfpipe.errors import DataError, listed
 from tfpipe.storage.codec import RecordCodec, check_all
 from tfpipe.storage.schema import Field
@@ -169,7 +170,7 @@ def prepare_files(data: Any, out_dir: str, features: Any, store: Optional[str], 
                 "no built-in domain" if isinstance(source, FileSource) else f"a {source.kind} source")
         raise ValueError(f"{source.root}: {what}; write_shards needs a domain's files (a folder with one "
                          f"subfolder per class, or a CSV) or an iterable of example dicts")
-    base = os.path.abspath(folder(source.root)) if source.root else ""
+    base = fs.abspath(folder(source.root)) if source.root else ""
     if base and out_dir == base:
         raise ValueError(f"{out_dir}: the output folder is the input folder; its tfpipe.json would turn the "
                          f"input folder into a shard folder. Pick another --output")
@@ -179,7 +180,7 @@ def prepare_files(data: Any, out_dir: str, features: Any, store: Optional[str], 
     if store not in domain.stores():
         raise ValueError(f"store={store!r}: the {domain.name} domain stores {', '.join(map(repr, domain.stores()))}")
     offline = domain.offline(config, store)
-    prefix = os.path.join(base, "") if base else ""
+    prefix = fs.join(base, "") if base else ""
     names = tuple(p[len(prefix):] if prefix and p.startswith(prefix) else p for p in source.paths)
     declared = {k: {"dtype": d, "shape": list(s)} for k, (d, s) in offline.schema.fields.items()}
     codec = RecordCodec.from_json({**declared, PATH_KEY: {"dtype": "bytes", "shape": []}}).with_storage_dtype(dtype)
@@ -198,19 +199,31 @@ def check_inputs(paths: Sequence[str], names: Sequence[str], offline) -> tuple[t
       looping links, and whatever the domain's check refuses).
     """
     check = getattr(offline, "check", None) or offline.load
+
+    def problem(path: str) -> str:
+        """'' when the input is usable, else why not."""
+        try:
+            check(path)
+            return ""
+        except DataError as e:
+            return str(e)
+        except OSError as e:  # a broken or looping link, a file that vanished
+            return f"{display(path)}: unreadable ({e.strerror or e})"
+
     seen: dict = {}
+    first = []  # positions of the first listing of each file: the ones checked
     good, bad = [], []
-    for i, (path, name) in enumerate(zip(paths, names)):
-        real = os.path.realpath(path)
+    for i, path in enumerate(paths):
+        real = fs.realpath(path)
         if real in seen:
             bad.append((i, f"{display(path)}: listed twice (also as {names[seen[real]]}); remove one of the entries"))
             continue
         seen[real] = i
-        try:
-            check(path)
+        first.append(i)
+    for i, why in zip(first, fs.parallel(lambda i: problem(paths[i]), first,
+                                         remote=bool(paths) and fs.is_remote(paths[0]))):
+        if why:
+            bad.append((i, why))
+        else:
             good.append(i)
-        except DataError as e:
-            bad.append((i, str(e)))
-        except OSError as e:  # a broken or looping link, a file that vanished
-            bad.append((i, f"{display(path)}: unreadable ({e.strerror or e})"))
-    return tuple(good), tuple(bad)
+    return tuple(sorted(good)), tuple(sorted(bad))

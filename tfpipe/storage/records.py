@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import tensorflow as tf
 
+from tfpipe.core import filesystem as fs
 from tfpipe.core.chain_input import ChainInput
 from tfpipe.core.stage import Stage, as_stage, user_stages
 from tfpipe.errors import DataError, listed
@@ -86,7 +87,7 @@ class RecordsSource:
             return [Stage("parse", _parse_fn(self.spec, self.label_key, mode), batchable=True)]
         if process is None:
             tfds = (" or install tensorflow-datasets (pip install tfpipe[tfds]) to decode this TFDS folder's "
-                    "features" if os.path.isfile(os.path.join(self.root, _TFDS_INFO)) else "")
+                    "features" if self.root and fs.isfile(fs.join(self.root, _TFDS_INFO)) else "")
             raise ValueError(f"{self.root or 'records'}: pass spec= (a dict of tf.io.FixedLenFeature / "
                              f"VarLenFeature / RaggedFeature, with label_key=) to have tfpipe parse the records, "
                              f"or process=(record) -> (features, label){tfds}")
@@ -120,9 +121,9 @@ def records(files: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]], *
     """
     if compression not in ("auto",) + tfrecord.COMPRESSIONS:
         raise ValueError(f"compression={compression!r}: allowed values are 'auto', '', 'GZIP', 'ZLIB'")
-    if isinstance(files, (str, os.PathLike)) and os.path.isdir(files):
+    if isinstance(files, (str, os.PathLike)) and fs.isdir(os.fspath(files)):
         folder = os.fspath(files)
-        if os.path.isfile(os.path.join(folder, _TFDS_INFO)):
+        if fs.isfile(fs.join(folder, _TFDS_INFO)):
             return _tfds_folder(folder, split, spec, label_key)
         return _scanned(folder, _folder_files(folder), compression, spec, label_key, progress)
     if split is not None:
@@ -130,13 +131,16 @@ def records(files: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]], *
     patterns = [os.fspath(files)] if isinstance(files, (str, os.PathLike)) else [os.fspath(f) for f in files]
     paths = tfrecord.files_in(patterns)
     if not paths:
+        for pattern in patterns:
+            fs.check_bucket(pattern)
         raise DataError(f"{', '.join(patterns) or 'records'}: no files match; pass TFRecord paths, a glob, or a folder")
     return _scanned(patterns[0] if len(patterns) == 1 else "", paths, compression, spec, label_key, progress)
 
 
 def _folder_files(folder: str) -> list[str]:
-    names = sorted(n for n in os.listdir(folder) if not n.startswith(".") and os.path.isfile(os.path.join(folder, n)))
-    found = [os.path.join(os.path.abspath(folder), n) for n in names if any(s in n.lower() for s in _SUFFIXES)]
+    root = fs.abspath(folder)
+    named = sorted(n for n in fs.listdir(folder) if not n.startswith(".") and any(s in n.lower() for s in _SUFFIXES))
+    found = [fs.join(root, n) for n, ok in zip(named, fs.parallel(fs.isfile, [fs.join(root, n) for n in named])) if ok]
     if not found:
         raise DataError(f"{folder}: no TFRecord files (*.tfrecord*, *.tfrec, *.record*) in the folder; pass a glob "
                         f"or a list of the files")
@@ -238,19 +242,19 @@ def _count_of(path, compression, num_records):
 
 def _tfds_folder(folder: str, split: Optional[str], spec: Any, label_key: Optional[str]) -> RecordsSource:
     """A TFDS-prepared folder: files and counts from dataset_info.json; TFDS decodes when installed."""
-    with open(os.path.join(folder, _TFDS_INFO)) as f:
-        info = json.load(f)
+    with fs.open(fs.join(folder, _TFDS_INFO), "rb") as f:
+        info = json.loads(f.read())
     splits = {s["name"]: s for s in info.get("splits", [])}
     if split not in splits:
         raise DataError(f"{folder}: a tensorflow_datasets folder; pass split= one of {', '.join(map(repr, splits))}")
     entry, name = splits[split], info["name"]
     counts = tuple(int(n) for n in entry.get("shardLengths", []))
     template = entry.get("filepathTemplate", "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}")
-    paths = tuple(os.path.join(os.path.abspath(folder), template.format(
+    paths = tuple(fs.join(fs.abspath(folder), template.format(
         DATASET=name, SPLIT=split, FILEFORMAT=info.get("fileFormat", "tfrecord"),
         SHARD_X_OF_Y=f"{i:05d}-of-{len(counts):05d}", SHARD_INDEX=i, NUM_SHARDS=len(counts)))
         for i in range(len(counts)))
-    missing = [p for p in paths if not os.path.isfile(p)]
+    missing = fs.first_missing(paths)
     if missing:
         raise DataError(f"{folder}: {len(missing)} of the split's files listed in {_TFDS_INFO} are missing:"
                         + listed(missing) + "\nprepare the dataset again (tfds build / download_and_prepare)")
@@ -270,7 +274,26 @@ def _tfds_decoder(folder: str, label_key: Optional[str]) -> tuple[Optional[Calla
         import tensorflow_datasets as tfds
     except ImportError:
         return None, ()  # process= or spec= then parse; _parse_stages says so when neither is given
-    features = tfds.builder_from_directory(folder).info.features
+    features = tfds.builder_from_directory(_local_metadata(folder)).info.features
     label = features[label_key] if label_key and label_key in features else None
     names = tuple(getattr(label, "names", ()) or ())
     return features.deserialize_example, names
+
+
+def _local_metadata(folder: str) -> str:
+    """`folder`, or for a remote one a local copy of its metadata (the .json and .txt files, a few KB).
+
+    TFDS opens its folders with its own path library (etils), which knows gs:// and s3:// only
+    through extra packages and ram:// not at all; its decoders need the metadata alone, while
+    the records themselves are read by tfpipe's chain through tf.io.gfile.
+    """
+    if not fs.is_remote(folder):
+        return folder
+    import tempfile
+
+    copy = tempfile.mkdtemp(prefix="tfpipe-tfds-")
+    for name in fs.listdir(folder):
+        if name.endswith((".json", ".txt")):
+            with fs.open(fs.join(folder, name), "rb") as src, open(os.path.join(copy, name), "wb") as dst:
+                dst.write(src.read())
+    return copy

@@ -2,7 +2,7 @@
 
 A job names the examples of one shard (domain files to load and featurize, or the user's
 own examples). The shard goes to a temp name in the work subfolder, is fsynced and renamed
-into the folder when whole; then its manifest (size, sha256, counts, rejected inputs, and a
+into the folder when whole (on an object store: uploaded under its final name, see write_shard); then its manifest (size, sha256, counts, rejected inputs, and a
 key of its inputs and settings) is written next to the temp files, so a rerun of the same
 command keeps shards that are complete.
 """
@@ -18,11 +18,13 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from tfpipe.core import filesystem as fs
 from tfpipe.errors import DataError
 from tfpipe.storage import index as index_lib
 from tfpipe.storage.codec import RecordCodec
 from tfpipe.storage.formats import get_format
 from tfpipe.storage.plan import ShardSpec
+from tfpipe.storage.tfrecord import RecordWriter
 
 _CHUNK_EXAMPLES = 16  # domain inputs featurized per call: amortizes TF dispatch; the STFT's ~3 MB stays in cache
 PATH_KEY = "path"  # domain shards: the input's path relative to the input folder (verify: each input once)
@@ -86,8 +88,8 @@ def input_key(settings: Any, *parts: Any) -> str:
 def file_identity(path: str) -> tuple[int, int]:
     """(size, mtime_ns) of an input; an edited input changes one of them. (-1, -1) if unreadable."""
     try:
-        st = os.stat(path)
-        return st.st_size, st.st_mtime_ns
+        st = fs.stat(path)
+        return st.size, st.mtime_ns
     except OSError:
         return -1, -1
 
@@ -95,37 +97,37 @@ def file_identity(path: str) -> tuple[int, int]:
 def write_shard(job: ShardJob, report: Callable[[int], None] = lambda n: None) -> dict:
     """Writes one shard atomically (or finds it complete); returns its manifest.
 
+    Locally (and where rename is atomic) the shard goes to a temp name in the work subfolder and
+    is renamed into place when whole; on an object store it is uploaded under its final name (an
+    object appears whole when its upload completes, and rename there is copy + delete).
+
     Raises:
       DataError: an unreadable input with on_error="fail" (naming the file and the shard),
         or a full disk (the temp file is removed).
     """
-    final = os.path.join(job.out_dir, job.spec.file)
-    manifest_path = os.path.join(job.work_dir, job.spec.file + ".json")
+    final = fs.join(job.out_dir, job.spec.file)
+    manifest_path = fs.join(job.work_dir, job.spec.file + ".json")
     manifest = complete_manifest(final, manifest_path, job.key)
     if manifest:
         report(job.num_inputs)
         return {**manifest, "resumed": True}
-    tmp = os.path.join(job.work_dir, f"{job.spec.file}.tmp-{os.getpid()}")
+    in_place = fs.writes_in_place(final)
+    tmp = final if in_place else fs.join(job.work_dir, f"{job.spec.file}.tmp-{os.getpid()}")
     try:
         manifest = _write(job, tmp, report)
-        os.replace(tmp, final)
-        index_lib.fsync_dir(job.out_dir)
+        if not in_place:
+            fs.rename(tmp, final)
+            index_lib.fsync_dir(job.out_dir)
         index_lib.write_json_atomic(manifest_path, manifest)  # after the shard: a manifest means it is whole
     except OSError as e:
         raise index_lib.disk_error(e, final) from e
-    except Exception as e:  # TensorFlow's file errors are not OSErrors
-        if type(e).__module__.startswith("tensorflow") and index_lib.disk_error(e, final) is not e:
-            raise index_lib.disk_error(e, final) from e
-        raise
     finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        if not in_place and fs.exists(tmp):
+            fs.remove(tmp)
     return {**manifest, "resumed": False}
 
 
 def _write(job: ShardJob, tmp: str, report: Callable[[int], None]) -> dict:
-    import tensorflow as tf
-
     codec = RecordCodec.from_json(job.schema, job.label_key)
     fmt = get_format(job.format)
     counts = np.zeros(len(job.class_names), np.int64)
@@ -135,7 +137,8 @@ def _write(job: ShardJob, tmp: str, report: Callable[[int], None]) -> dict:
     block_size = job.block_size
     offline = job.inputs.offline() if job.inputs else None
     notes_before = collections.Counter(offline.notes()) if offline else collections.Counter()
-    with tf.io.TFRecordWriter(tmp) as writer:
+    with fs.open(tmp, "wb") as f:
+        writer = RecordWriter(f)
 
         def flush(full_only: bool) -> None:
             nonlocal num_records, num_examples, block_size
@@ -159,11 +162,12 @@ def _write(job: ShardJob, tmp: str, report: Callable[[int], None]) -> dict:
             flush(full_only=True)
             report(len(chunk))
         flush(full_only=False)
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
+        if not fs.is_remote(tmp):
+            f.flush()
+            os.fsync(f.fileno())
     notes = collections.Counter(offline.notes()) - notes_before if offline else {}
     return {"file": job.spec.file, "num_examples": num_examples, "num_records": num_records,
-            "block_size": block_size or 1, "bytes": os.path.getsize(tmp), "sha256": index_lib.sha256_file(tmp),
+            "block_size": block_size or 1, "bytes": writer.bytes, "sha256": writer.sha256,
             "class_counts": counts.tolist(), "rejected": rejected, "notes": dict(sorted(notes.items())),
             "key": job.key}
 
@@ -194,9 +198,9 @@ def _chunk_examples(job: ShardJob, chunk: range, offline, rejected: list) -> lis
 def complete_manifest(final: str, manifest_path: str, key: str) -> Optional[dict]:
     """The manifest of a complete shard made from the same inputs and settings, re-hashed; else None."""
     try:
-        with open(manifest_path) as f:
-            manifest = json.load(f)
-        if (manifest.get("key") == key and os.path.getsize(final) == manifest["bytes"]
+        with fs.open(manifest_path, "rb") as f:
+            manifest = json.loads(f.read())
+        if (manifest.get("key") == key and fs.getsize(final) == manifest["bytes"]
                 and index_lib.sha256_file(final) == manifest["sha256"]):
             return manifest
     except (OSError, ValueError, KeyError):

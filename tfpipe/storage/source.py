@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 import tensorflow as tf
 
+from tfpipe.core import filesystem as fs
 from tfpipe.core.chain_input import ChainInput
 from tfpipe.core.registry import get_domain
 from tfpipe.core.stage import Stage, user_stages
@@ -94,9 +95,9 @@ class ShardSource:
             raise ValueError(f"{self.root}: read= is for files; a shard folder's records are read by "
                              f"tfpipe (pass process= or batch_process= to work on its examples)")
         index = self.index
-        index_lib.check_readable(index, os.path.join(self.root, INDEX_NAME))
-        for shard, path in zip(index["shards"], self.paths):
-            _check_size(path, shard["bytes"], self.root)  # damage caught before training starts
+        index_lib.check_readable(index, fs.join(self.root, INDEX_NAME))
+        fs.parallel(lambda i: _check_size(self.paths[i], index["shards"][i]["bytes"], self.root),  # damage caught
+                    range(len(self.paths)), remote=fs.is_remote(self.root))  # before training starts
         fmt, codec = get_format(index["format"]), self.codec
         stored = index.get("domain")
         if stored:
@@ -131,7 +132,7 @@ class ShardSource:
             return get_domain(stored["name"]).stored_stages(
                 {"store": stored["store"], "config": stored["config"]}, self.config(features), mode)
         except DataError as e:
-            raise DataError(str(e).replace("the shard index", os.path.join(self.root, INDEX_NAME), 1)) from None
+            raise DataError(str(e).replace("the shard index", fs.join(self.root, INDEX_NAME), 1)) from None
 
 
 def _examples_of(path, num_records, num_examples, block_size):
@@ -145,7 +146,7 @@ def _check_size(path: str, expected: int, root: str) -> None:
     if problem:
         raise DataError(f"{path}: damaged shard: {problem}; rerun the same tfpipe prepare command to "
                         f"rewrite it, then `tfpipe inspect --verify {root}`")
-    if not os.access(path, os.R_OK):
+    if not fs.is_remote(path) and not os.access(path, os.R_OK):
         raise DataError(f"{path}: shard cannot be read (permission denied); give this user read access "
                         f"(chmod a+r), or read the folder as its owner")
 
@@ -163,12 +164,12 @@ def read_folder(root: str) -> Optional[ShardSource]:
     hold_for_reading(root)
     index = index_lib.read_index(root)
     if index is None:
-        if os.path.isdir(os.path.join(root, WORK_DIR)):
+        if fs.isdir(fs.join(root, WORK_DIR)):
             raise DataError(f"{root}: an unfinished tfpipe prepare (no {INDEX_NAME} yet; {WORK_DIR}/ holds its "
                             f"progress): rerun the same prepare command to finish it")
         return None
-    paths = tuple(os.path.join(root, s["file"]) for s in index["shards"])
-    missing = [p for p in paths if not os.path.isfile(p)]
+    paths = tuple(fs.join(root, s["file"]) for s in index["shards"])
+    missing = fs.first_missing(paths)
     if missing:
         raise DataError(f"{root}: {len(missing)} shard files listed in {INDEX_NAME} are missing, e.g. "
                         f"{missing[0]}; rerun the same tfpipe prepare command to finish them")

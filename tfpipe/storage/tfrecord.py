@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import hashlib
+import io
 import json
 import os
 import struct
@@ -20,6 +22,8 @@ import zlib
 from typing import IO, Iterable, Optional, Sequence
 
 import google_crc32c
+
+from tfpipe.core import filesystem as fs
 
 COMPRESSIONS = ("", "GZIP", "ZLIB")
 _HEADER = 12  # uint64 length + uint32 masked crc
@@ -61,7 +65,7 @@ def scan(path: str, compression: str = "auto") -> RecordFile:
     if compression != "auto":
         return _scan_as(path, compression)
     try:
-        with open(path, "rb") as raw:
+        with fs.open(path, "rb") as raw:
             guess = detect_compression(raw.read(2))
     except OSError as e:
         return RecordFile(path, "", 0, f"cannot read it ({e.strerror})")
@@ -74,8 +78,9 @@ def scan(path: str, compression: str = "auto") -> RecordFile:
 
 def _scan_as(path: str, compression: str) -> RecordFile:
     try:
-        with open(path, "rb") as raw:
-            return RecordFile(path, compression, _count(_open(raw, compression), compression))
+        with fs.open(path, "rb") as raw:
+            return RecordFile(path, compression, _count(_open(io.BufferedReader(raw, _CHUNK) if fs.is_remote(path)
+                                                              else raw, compression), compression))
     except _Damaged as e:
         return RecordFile(path, compression, 0, str(e))
     except (OSError, EOFError, zlib.error) as e:
@@ -147,6 +152,29 @@ class _ZlibReader:
         return out
 
 
+class RecordWriter:
+    """Writes records in TFRecord framing to a binary file, counting and hashing the bytes as they go.
+
+    The same bytes tf.io.TFRecordWriter writes (uncompressed), without reading the file back to
+    hash it: on an object store that would download every shard again.
+    """
+
+    def __init__(self, f: IO[bytes]):
+        self._f, self._digest, self.bytes = f, hashlib.sha256(), 0
+
+    def write(self, record: bytes) -> None:
+        length = struct.pack("<Q", len(record))
+        framed = b"".join((length, struct.pack("<I", masked_crc(length)), record,
+                           struct.pack("<I", masked_crc(record))))
+        self._f.write(framed)
+        self._digest.update(framed)
+        self.bytes += len(framed)
+
+    @property
+    def sha256(self) -> str:
+        return self._digest.hexdigest()
+
+
 # --- the count cache ---------------------------------------------------------------------------
 
 def cache_dir() -> str:
@@ -157,23 +185,30 @@ def cache_dir() -> str:
 
 def scan_all(paths: Sequence[str], compression: str = "auto", progress: Optional[callable] = None
              ) -> tuple[list[RecordFile], float, int]:
-    """Every file scanned, from the cache where its path, size and mtime match: (files, seconds, scanned)."""
+    """Every file scanned, from the cache where its path, size and mtime match: (files, seconds, scanned).
+
+    Remote files are stat'ed and scanned in threads (fs.parallel): each request waits on the store.
+    """
     cache_path = os.path.join(cache_dir(), "record-counts.json")
     cache = _load(cache_path)
-    start, out, scanned = time.perf_counter(), [], 0
-    for path in paths:
-        key = _key(path, compression)
-        hit = cache.get(key) if key else None
+    start = time.perf_counter()
+    keys = fs.parallel(lambda p: _key(p, compression), list(paths))
+
+    def scan_one(i: int) -> tuple[RecordFile, bool]:
+        hit = cache.get(keys[i]) if keys[i] else None
         if hit is not None:
-            out.append(RecordFile(path, hit[0], hit[1]))
-            continue
-        found = scan(path, compression)
-        scanned += 1
-        if not found.problem and key:
-            cache[key] = [found.compression, found.num_records]
-        out.append(found)
+            return RecordFile(paths[i], hit[0], hit[1]), False
+        found = scan(paths[i], compression)
         if progress:
             progress(1)
+        return found, True
+
+    results = fs.parallel(scan_one, range(len(paths)), remote=bool(paths) and fs.is_remote(paths[0]))
+    out = [found for found, _ in results]
+    scanned = sum(fresh for _, fresh in results)
+    for key, (found, fresh) in zip(keys, results):
+        if fresh and key and not found.problem:
+            cache[key] = [found.compression, found.num_records]
     if scanned:
         _save(cache_path, cache)
     return out, time.perf_counter() - start, scanned
@@ -181,10 +216,10 @@ def scan_all(paths: Sequence[str], compression: str = "auto", progress: Optional
 
 def _key(path: str, compression: str) -> str:
     try:
-        st = os.stat(path)
+        st = fs.stat(path)
     except OSError:
         return ""
-    return f"{os.path.abspath(path)}|{st.st_size}|{st.st_mtime_ns}|{compression}"
+    return f"{fs.abspath(path)}|{st.size}|{st.mtime_ns}|{compression}"
 
 
 def _load(path: str) -> dict:
@@ -209,10 +244,8 @@ def _save(path: str, cache: dict) -> None:
 
 def files_in(patterns: Iterable[str]) -> list[str]:
     """Paths of the TFRecord files that globs / paths name, sorted within each pattern."""
-    import glob
-
     out = []
     for pattern in patterns:
-        matched = sorted(glob.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern]
-        out += [os.path.abspath(p) for p in matched]
+        matched = sorted(fs.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern]
+        out += [fs.abspath(p) for p in matched]
     return out

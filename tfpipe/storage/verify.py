@@ -11,9 +11,10 @@ For the folder: total num_examples, shard names inside the folder, no stray shar
 from __future__ import annotations
 
 import dataclasses
-import os
+
 import numpy as np
 
+from tfpipe.core import filesystem as fs
 from tfpipe.storage import index as index_lib
 from tfpipe.storage.codec import SCHEMA_KEY, RecordCodec, rows
 from tfpipe.storage.formats import BLOCK
@@ -65,16 +66,16 @@ def verify_folder(shard_dir) -> FolderCheck:
 
     source = find(shard_dir)
     index, root = source.index, source.root
-    index_lib.check_readable(index, os.path.join(root, index_lib.INDEX_NAME))
+    index_lib.check_readable(index, fs.join(root, index_lib.INDEX_NAME))
     codec = source.codec
     seen: set = set()
-    checks = [_check_shard(os.path.join(root, s["file"]), s, index, codec, seen) for s in index["shards"]]
+    checks = [_check_shard(fs.join(root, s["file"]), s, index, codec, seen) for s in index["shards"]]
     problems = []
     listed = sum(s["num_examples"] for s in index["shards"])
     if index["num_examples"] != listed:
         problems.append(f"num_examples is {index['num_examples']} but the shards list {listed}")
     files = {s["file"] for s in index["shards"]}
-    strays = sorted(n for n in os.listdir(root) if SHARD_PATTERN.match(n) and n not in files)
+    strays = sorted(n for n in fs.listdir(root) if SHARD_PATTERN.match(n) and n not in files)
     if strays:
         problems.append(f"shard files not in {index_lib.INDEX_NAME}: {', '.join(strays[:5])}"
                         + (f" and {len(strays) - 5} more" if len(strays) > 5 else "")

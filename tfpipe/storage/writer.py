@@ -21,6 +21,7 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from tfpipe.core import filesystem as fs
 from tfpipe.errors import DataError
 from tfpipe.storage import index as index_lib
 from tfpipe.storage.folder import OutputFolder
@@ -198,7 +199,9 @@ def _check_args(num_shards, num_workers, on_error, dtype, worker_index, num_host
 
 def _output_folder(out_dir: Any) -> str:
     """The output folder as an absolute path, or a DataError naming what is in the way and the fix."""
-    out_dir = os.path.abspath(os.fspath(out_dir))
+    out_dir = fs.abspath(out_dir)
+    if fs.is_remote(out_dir):
+        return _remote_output_folder(out_dir)
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise DataError(f"{out_dir}: exists and is not a folder; pass a folder (new or a shard folder) as --output")
     parent = out_dir
@@ -209,6 +212,14 @@ def _output_folder(out_dir: Any) -> str:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise DataError(f"{out_dir}: cannot write in {parent} (permission denied); pick an --output in a folder "
                         f"you can write to, or fix its permissions")
+    return out_dir
+
+
+def _remote_output_folder(out_dir: str) -> str:
+    """A remote --output: not an existing file, and (object stores) in a bucket that exists."""
+    if fs.isfile(out_dir):
+        raise DataError(f"{out_dir}: exists and is not a folder; pass a folder (new or a shard folder) as --output")
+    fs.check_bucket(out_dir)
     return out_dir
 
 
@@ -276,5 +287,8 @@ def _existing_index(out_dir: str) -> Optional[dict]:
 
 def _shards_intact(out_dir: str, index: dict) -> bool:
     """Every listed shard has its indexed size (one stat each: the cheap check readers make too)."""
-    return all(not index_lib.size_problem(os.path.join(out_dir, s["file"]), s["bytes"]) for s in index["shards"])
+    paths = [fs.join(out_dir, s["file"]) for s in index["shards"]]
+    problems = fs.parallel(lambda i: index_lib.size_problem(paths[i], index["shards"][i]["bytes"]), range(len(paths)),
+                           remote=fs.is_remote(out_dir))
+    return not any(problems)
 

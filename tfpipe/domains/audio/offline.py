@@ -12,12 +12,12 @@ import collections
 import dataclasses
 import functools
 import math
-import os
 import re
 from typing import Sequence
 
 import numpy as np
 
+from tfpipe.core import filesystem as fs
 from tfpipe.core.domain import Offline, Schema
 from tfpipe.domains.audio.config import STORES, AudioConfig
 from tfpipe.errors import DataError
@@ -45,13 +45,13 @@ def load_clip(path: str, features: AudioConfig, notes: "collections.Counter | No
     import soundfile
 
     try:  # opened by Python: the OS's reason ("Permission denied"), not libsndfile's "System error."
-        raw = open(path, "rb")
+        raw, size = fs.read_head(path)  # a remote file's bytes come through tf.io.gfile
     except OSError as e:
         raise DataError(f"{path}: unreadable ({e.strerror or e}); check that it exists and that its permissions "
                         f"let this user read it") from e
     with raw:
         try:
-            if os.fstat(raw.fileno()).st_size == 0:
+            if size == 0:
                 raise DataError(f"{path}: empty file (0 bytes); remove it or copy it again")
             with soundfile.SoundFile(raw) as f:  # one open for header checks and samples
                 short = _SHORT_DATA.search(f.extra_info or "")

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import errno
 import os
-import stat
 import statistics
 import struct
 import warnings
 from typing import Sequence
 
+from tfpipe.core import filesystem as fs
 from tfpipe.core.checks import FileProblem, check_files
 from tfpipe.domains.audio.config import AudioConfig
 
@@ -92,7 +93,7 @@ def _fix(bad: Sequence[_Unusable], paths: Sequence[str], features: AudioConfig) 
         rate = next(iter(rates))  # every file is fine, just at another rate: read them at that rate
         return (f"every file is 16-bit PCM mono at {rate} Hz: pass --sample_rate {rate} "
                 f"(AudioConfig(sample_rate={rate})) to read them as they are")
-    folder = os.path.commonpath([os.path.dirname(p) for p in paths]) if paths else "DATA"
+    folder = fs.common_folder(paths)
     advice = []
     if any(getattr(e, "convertible", False) for e in bad):
         # Why the online path refuses what prepare (and estimator_demo, which prepares shards) accepts.
@@ -109,9 +110,13 @@ def _fix(bad: Sequence[_Unusable], paths: Sequence[str], features: AudioConfig) 
 def _pcm16_data(path: str, sample_rate: int) -> tuple[int, int, int, bytes]:
     """(offset, size, file size, header bytes) of the data chunk of a 16-bit PCM mono wav at `sample_rate`."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or device would block the scan forever
-            raise _Unusable(path, "not a regular file (a pipe, device or socket)")
-        with open(path, "rb") as f:
+        f, file_size = fs.read_head(path)
+    except OSError as e:
+        if e.errno == errno.ESPIPE:  # a FIFO or device would block the scan forever
+            raise _Unusable(path, "not a regular file (a pipe, device or socket)") from None
+        raise _Unusable(path, f"unreadable ({e.strerror or e})") from e
+    try:
+        with f:
             riff = f.read(12)
             if len(riff) < 12 or riff[:4] != b"RIFF" or riff[8:12] != b"WAVE":
                 raise _Unusable(path, "not a RIFF/WAVE file" + (" (empty file)" if not riff else ""))
@@ -128,7 +133,6 @@ def _pcm16_data(path: str, sample_rate: int) -> tuple[int, int, int, bytes]:
                         raise _Unusable(path, "data chunk before fmt chunk")
                     _check_format(path, fmt, sample_rate)
                     offset = f.tell()
-                    file_size = os.fstat(f.fileno()).st_size
                     available = file_size - offset
                     if chunk_size > available and chunk_size not in _STREAMED_SIZES:
                         raise _Unusable(path, f"truncated: the header promises {chunk_size} bytes of samples "

@@ -146,11 +146,9 @@ class ImageDomain(Domain):
         """Each file's bytes as they are (the signature decodes JPEG and PNG of any size)."""
         import numpy as np
 
-        encoded = []
-        for path in paths:
-            with open(path, "rb") as f:
-                encoded.append(f.read())
-        return {SERVING_KEY: np.array(encoded, dtype=object)}
+        from tfpipe.core import filesystem as fs  # a gs:// or s3:// file too
+
+        return {SERVING_KEY: np.array([fs.read_bytes(path) for path in paths], dtype=object)}
 
     def model_input(self, features: Mapping[str, Any], config: ImageConfig) -> Any:
         """The images, normalized by ImageNet's per-channel mean and std (unless the pipeline did)."""

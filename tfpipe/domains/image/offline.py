@@ -14,14 +14,14 @@ decode when read, ~3-6x the bytes).
 from __future__ import annotations
 
 import collections
+import errno
 import io
-import os
-import stat
 from typing import Sequence
 
 import numpy as np
 from PIL import Image
 
+from tfpipe.core import filesystem as fs
 from tfpipe.core.domain import Offline, Schema
 from tfpipe.domains.image.config import CHANNELS, STORES, ImageConfig
 from tfpipe.domains.image.scan import ONLINE_FORMATS, Unusable, open_header
@@ -54,12 +54,16 @@ def load_image(path: str, config: ImageConfig, notes: "collections.Counter | Non
       DataError: not a regular file, empty, truncated, not an image, or over max_pixels, naming it.
     """
     try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise DataError(f"{path}: not a regular file (a pipe, device or socket); remove it")
-        if info.st_size == 0:
+        try:
+            f, size = fs.read_head(path)  # a remote file's bytes come through tf.io.gfile
+        except OSError as e:
+            if e.errno == errno.ESPIPE:
+                raise DataError(f"{path}: not a regular file (a pipe, device or socket); remove it") from None
+            raise
+        if size == 0:
+            f.close()
             raise DataError(f"{path}: empty file (0 bytes); remove it or copy it again")
-        with open(path, "rb") as f:
+        with f:
             image = open_header(f, path, config.max_pixels)
             size = stored_size(*image.size, config.stored_short_side)
             if size != image.size:  # JPEG: decode at 1/2, 1/4 or 1/8 size, still at least the stored size

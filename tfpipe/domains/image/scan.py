@@ -12,9 +12,9 @@ small tail read), ~7 s per 100k files; a PNG about its read and a CRC.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
-import stat
 import struct
 import threading
 import warnings
@@ -23,6 +23,7 @@ from typing import NamedTuple, Sequence
 
 from PIL import Image, UnidentifiedImageError
 
+from tfpipe.core import filesystem as fs
 from tfpipe.core.checks import FileProblem, check_files
 from tfpipe.domains.image.config import CHANNELS, ImageConfig
 
@@ -78,12 +79,15 @@ def check_image(path: str, max_pixels: int, formats: Sequence[str] = ONLINE_FORM
       Unusable: what is wrong with the file.
     """
     try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):  # a FIFO or device would block the scan forever
-            raise Unusable(path, "not a regular file (a pipe, device or socket)")
-        if info.st_size == 0:
-            raise Unusable(path, "empty file (0 bytes)")
-        with open(path, "rb") as f:
+        f, size = fs.read_head(path)
+    except OSError as e:
+        if e.errno == errno.ESPIPE:  # a FIFO or device would block the scan forever
+            raise Unusable(path, "not a regular file (a pipe, device or socket)") from None
+        raise Unusable(path, f"unreadable ({e.strerror or e})") from e
+    try:
+        with f:
+            if size == 0:
+                raise Unusable(path, "empty file (0 bytes)")
             image = open_header(f, path, max_pixels)
             header_end = f.tell()  # JPEG: just past the first start-of-scan
             if image.format not in formats:
@@ -93,13 +97,13 @@ def check_image(path: str, max_pixels: int, formats: Sequence[str] = ONLINE_FORM
                 f.seek(0)
                 _check_png_chunks(path, f.read())
             else:
-                f.seek(max(header_end, info.st_size - _TAIL_BYTES))
+                f.seek(max(header_end, size - _TAIL_BYTES))
                 if _JPEG_EOI not in f.read():
-                    raise Unusable(path, f"truncated JPEG ({info.st_size} bytes, no end-of-image marker); "
+                    raise Unusable(path, f"truncated JPEG ({size} bytes, no end-of-image marker); "
                                          f"copy or export it again")
     except OSError as e:
         raise Unusable(path, f"unreadable ({e.strerror or e})") from e
-    return Scanned(image.format, info.st_size, (image.size[1], image.size[0], CHANNELS))
+    return Scanned(image.format, size, (image.size[1], image.size[0], CHANNELS))
 
 
 def _check_png_chunks(path: str, data: bytes) -> None:
@@ -181,7 +185,7 @@ def _looks_like_text(head: bytes) -> bool:
 
 def _fix(bad: Sequence[FileProblem], paths: Sequence[str]) -> str:
     """The advice that applies to these problems, with the user's real folder in it."""
-    folder = os.path.commonpath([os.path.dirname(p) for p in paths]) if paths else "DATA"
+    folder = fs.common_folder(paths)
     convertible = [getattr(e, "convertible", False) for e in bad]
     too_large = [getattr(e, "too_large", False) for e in bad]
     advice = []
