@@ -23,6 +23,7 @@ _EXPORTS = {
     "FileSource": "tfpipe.core.files",
     "find": "tfpipe.core.source",
     "build_dataset": "tfpipe.core.chain",
+    "describe": "tfpipe.core.describe",
     "records": "tfpipe.storage.records",
     "mix": "tfpipe.core.mixture",
     "dataset_ops": "tfpipe.core.graph",

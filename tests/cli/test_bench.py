@@ -65,6 +65,19 @@ def test_a_dataset_fn_from_a_file_gets_each_variants_toggles(user_file, tmp_path
     assert "ParallelMapDatasetV2  read_and_post" in out
 
 
+def test_plan_prints_each_variants_chain_and_times_nothing(user_file, tmp_path):
+    data = make_corpus(tmp_path / "wavs", per_class=3)
+    out = _bench("--data", data, "--variants", "naive,optimized:prefetch=false", "--batch_size", "4", "--plan").stdout
+    naive, optimized = out.split("\n\n")
+    assert naive.startswith("naive:\n") and f"train chain over {data}: 9 files" in naive
+    assert "shuffle_examples(buffer=9" in naive and "examples/s" not in out
+    assert optimized.startswith("optimized:prefetch=false:\n") and "order(" in optimized
+    assert "prefetch\n" not in optimized and "batch(size=4" in optimized
+    own = _bench("--dataset_fn", f"{user_file}:dataset_fn", "--plan").stdout
+    assert own.startswith("naive:\n") and f"{user_file}:dataset_fn builds its own chain" in own
+    assert _bench("--plan", "--json", str(tmp_path / "x.json"), ok=False).returncode == 2
+
+
 def test_two_plain_input_fns_ab(user_file, tmp_path):
     specs = [f"{user_file}:input_fn_a", f"{user_file}:input_fn_b"]
     out = _bench("--input_fn", ",".join(specs), "--batch_size", "4", "--batches", "2", "--repeats", "2",

@@ -13,11 +13,12 @@ domain offers: keras, tf-models), `domains` (the data's domain: its config class
 `user_fns` (user functions by spec), `batches` (what batches hold, padding), `ops` (per-op
 rates), `stages` (the stage report and its limit), `caveats` (when a run may mislead),
 `advice` (what to do about a limit), `report` (table, JSON), `chart` (PNG), `prepare_timing`
-(`--prepare`: write_shards timed).
+(`--prepare`: write_shards timed), `plans` (`--plan`: each variant's chain).
 """
 
 from tfpipe.bench.engine import (MAX_EPOCH_BATCHES, MAX_STAGE_CONFIGS, USER_TURN_BATCHES,  # noqa: F401
                                  RunOptions, run)
+from tfpipe.bench.plans import describe_variants  # noqa: F401
 from tfpipe.bench.ops import OpRate, OpsReport, measure_ops  # noqa: F401
 from tfpipe.bench.prepare_timing import PrepareResult, run_prepare  # noqa: F401
 from tfpipe.bench.report import BenchResult, RoundStats, StageReport, Turn, VariantResult, round_stats  # noqa: F401

@@ -166,7 +166,7 @@ def run(data: Optional[Union[str, os.PathLike]] = None,
       VariantError: a variant's chain failed in its worker, naming the variant.
     """
     options = _options(options, settings)
-    plan = _plan(data, variants, dataset_fn, input_fns, shards, ablation, baseline, features, overrides, options)
+    plan = plan_run(data, variants, dataset_fn, input_fns, shards, ablation, baseline, features, overrides, options)
     common = {"data": plan.inputs.data, "shards": plan.inputs.shards, "sys_path": list(sys.path)}
     steps = len(plan.runs) * (1 + options.repeats) + bool(plan.staged) + len(_timed_ops(plan, options))
     with Session(plan.runs, common, plan.cpus, bool(plan.staged), steps, progress) as session:
@@ -209,7 +209,7 @@ def _options(options: Optional[RunOptions], settings: Mapping[str, Any]) -> RunO
     return dataclasses.replace(options, **settings) if options else RunOptions(**settings)
 
 
-def _plan(data: Any, variants: Any, dataset_fn: Any, input_fns: Sequence[Any], shards: Any, ablation: bool,
+def plan_run(data: Any, variants: Any, dataset_fn: Any, input_fns: Sequence[Any], shards: Any, ablation: bool,
           baseline: Optional[str], features: Any, overrides: Optional[Mapping[str, Any]],
           options: RunOptions) -> _Plan:
     """The run's variants and inputs, every check that can fail done before a worker starts."""

@@ -115,6 +115,10 @@ class Variant:
         """Why a field its spec changed cannot matter here, so a flat bar is not read as a finding."""
         return ["no-op: no GPU visible"] if "prefetch_to_device" in self.changed and not gpu else []
 
+    def plan(self, inputs: Inputs) -> str:
+        """The chain it times, one line per step (`tfpipe bench --plan`)."""
+        raise NotImplementedError
+
 
 def _data(inputs: Inputs, variant: Variant) -> tuple[str, int]:
     if inputs.source is None:
@@ -138,6 +142,11 @@ class PipelineVariant(Variant):
 
         return build_dataset(data, "train", self.pipeline, self.features)
 
+    def plan(self, inputs: Inputs) -> str:
+        from tfpipe.core.describe import describe
+
+        return describe(inputs.data, "train", self.pipeline, self.features)
+
     def notes(self, inputs: Inputs, gpu: bool) -> list[str]:
         return super().notes(inputs, gpu) + _toggle_notes(self, inputs.source, inputs.data_kind)
 
@@ -158,6 +167,11 @@ class ShardsVariant(Variant):
         from tfpipe.core.chain import build_dataset
 
         return build_dataset(shards, "train", self.pipeline, self.features)
+
+    def plan(self, inputs: Inputs) -> str:
+        from tfpipe.core.describe import describe
+
+        return describe(inputs.shards, "train", self.pipeline, self.features)
 
     def notes(self, inputs: Inputs, gpu: bool) -> list[str]:
         return super().notes(inputs, gpu) + _toggle_notes(self, inputs.shard_source, "shards")
@@ -228,6 +242,10 @@ class RecipeVariant(Variant):
     def notes(self, inputs: Inputs, gpu: bool) -> list[str]:
         return super().notes(inputs, gpu) + [f"{recipes.RECIPES[self.recipe].title} recipe"]
 
+    def plan(self, inputs: Inputs) -> str:
+        return (f"the {recipes.RECIPES[self.recipe].title} recipe, as its users write it (not planned by tfpipe): "
+                f"{self.config()['pipeline']['recipe']}")
+
 
 @dataclasses.dataclass(frozen=True)
 class UserVariant(Variant):
@@ -242,6 +260,10 @@ class UserVariant(Variant):
 
     def reads(self, inputs: Inputs) -> None:
         return None
+
+    def plan(self, inputs: Inputs) -> str:
+        return (f"{self.fn} builds its own chain ({self.KIND}; --ops times its ops); where it calls "
+                f"tfpipe.build_dataset, print(tfpipe.describe(...)) with the same arguments shows that plan")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -68,6 +68,8 @@ def define_bench() -> None:
     flags.DEFINE_string("write_flagfile", None, "Write the fastest tfpipe variant's PipelineConfig and the data's "
                         "feature config here as absl flags (--flag=value a line, the machine and date in a comment), "
                         "for `python -m estimator_demo --flagfile=F` or any program with tfpipe's flags.")
+    flags.DEFINE_boolean("plan", False, "Print each variant's plan (the chain it would time: one line per step, its "
+                         "arguments and why it is there; tfpipe.describe) and exit without timing.")
     flags.DEFINE_boolean("prepare", False, "Instead of pipelines, time tfpipe.write_shards for each --workers count.")
     flags.DEFINE_list("workers", ["1", "2"], "--prepare: worker counts to compare, first = reference.")
     flags.DEFINE_integer("num_shards", 8, "--prepare: shards written per run.", lower_bound=1)
@@ -88,6 +90,9 @@ def run_bench(argv: Sequence[str]) -> None:
     _check_command_line(argv)
     try:
         result = _measure()
+        if isinstance(result, str):  # --plan
+            print(result)
+            return
     except FunctionSpecError as e:  # the command line names a function that is not there: usage
         usage_error(str(e))
     except (DataError, ValueError, UserFunctionError, VariantError) as e:
@@ -119,6 +124,9 @@ def _check_command_line(argv: Sequence[str]) -> None:
     """Flag combinations that cannot work: one line and exit 2, before any work is done."""
     if argv:
         usage_error(f"unexpected arguments {' '.join(argv)}; pass --data DIR --variants naive,optimized")
+    if FLAGS.plan and (FLAGS.prepare or FLAGS.json or FLAGS.plot or FLAGS.write_flagfile):
+        usage_error("--plan prints each variant's chain and times nothing: drop --prepare, --json, --plot and "
+                    "--write_flagfile, or drop --plan")
     if FLAGS.prepare and FLAGS.plot:
         usage_error("--plot draws pipeline variants; --prepare has only its table and --json")
     if FLAGS.prepare and not all(w.isdigit() for w in FLAGS.workers):
@@ -132,7 +140,7 @@ def _check_command_line(argv: Sequence[str]) -> None:
 
 
 def _measure():
-    """The bench (or --prepare) the flags ask for, over --data or a temporary synthetic corpus."""
+    """The bench (or --prepare, or --plan's text) the flags ask for, over --data or a temporary synthetic corpus."""
     import contextlib
     import tempfile
 
@@ -161,6 +169,10 @@ def _measure():
                                      num_shards=FLAGS.num_shards,
                                      features=tfpipe_flags.feature_config(config_class=domain.config_class),
                                      store=FLAGS.store or domain.stores()[0], progress=FLAGS.progress)
+        if FLAGS.plan:
+            return bench.describe_variants(data, variants, dataset_fn=FLAGS.dataset_fn, input_fns=FLAGS.input_fn,
+                                           shards=FLAGS.shards, ablation=FLAGS.ablation, baseline=FLAGS.baseline,
+                                           overrides=overrides)
         return bench.run(data, variants, dataset_fn=FLAGS.dataset_fn, input_fns=FLAGS.input_fn, shards=FLAGS.shards,
                          ablation=FLAGS.ablation, baseline=FLAGS.baseline, overrides=overrides, options=options,
                          progress=FLAGS.progress)

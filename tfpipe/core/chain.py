@@ -108,12 +108,19 @@ def build_dataset(data: Any, mode: str = TRAIN, pipeline: Optional[PipelineConfi
 
 
 def build(data: Any, mode: str, pipeline: PipelineConfig, features: Any = None,
-          input_context: Optional[tf.distribute.InputContext] = None, *, read: Any = None, process: Any = None,
-          batch_process: Any = None, feature_key: Optional[str] = None, epochs: Optional[int] = None,
-          start_example: Optional[int] = None, seed: Optional[int] = None, allow_device_prefetch: bool = True,
-          on_error: str = "raise") -> tf.data.Dataset:
+          input_context: Optional[tf.distribute.InputContext] = None, **keywords: Any) -> tf.data.Dataset:
     """build_dataset with checked arguments, the resume position in examples and the seed the
-    position was counted in (make_input_fn's ledger)."""
+    position was counted in (make_input_fn's ledger); the keywords are `planned`'s."""
+    return apply(*planned(data, mode, pipeline, features, input_context, **keywords))
+
+
+def planned(data: Any, mode: str, pipeline: PipelineConfig, features: Any = None,
+            input_context: Optional[tf.distribute.InputContext] = None, *, read: Any = None, process: Any = None,
+            batch_process: Any = None, feature_key: Optional[str] = None, epochs: Optional[int] = None,
+            start_example: Optional[int] = None, seed: Optional[int] = None, allow_device_prefetch: bool = True,
+            on_error: str = "raise") -> tuple[tuple[Step, ...], ChainInput]:
+    """(the plan, the source's ChainInput) that `build` applies: the files listed and checked, no
+    dataset built (`tfpipe.describe` shows the plan)."""
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error={on_error!r}: allowed values are 'raise' and 'skip'")
     inputs = find(data).chain_input(mode, features, read=read, process=process, batch_process=batch_process)
@@ -123,7 +130,7 @@ def build(data: Any, mode: str, pipeline: PipelineConfig, features: Any = None,
                       allow_device_prefetch, on_error)
     steps = plan(pipeline, shared_yields(inputs.yields, pipelines), request)
     check_not_empty(inputs, pipeline, request, steps)
-    return apply(steps, inputs)
+    return steps, inputs
 
 
 def _seed(pipeline: PipelineConfig, seed: Optional[int]) -> int:
