@@ -14,7 +14,7 @@ demo: $(STAMP)
 	$(PY) -m estimator_demo
 
 bench: $(STAMP)
-	$(VENV)/bin/tfpipe bench --ablation --plot bench.png --json bench.json
+	$(VENV)/bin/tfpipe bench --ablation --plot runs/bench.png --json runs/bench.json   # runs/: ignored by git
 
 $(STAMP): setup.py
 	@py=""; for c in python3.11 python3.10 python3.9 python3; do \

@@ -1,6 +1,7 @@
 """The seed question's input_fn (shared/seeds/003) on tfpipe: the user's own _read_wav/_post_process,
 with tfpipe's chain and toggles. `tfpipe bench --dataset_fn docs/examples/seed_input_fn.py:dataset_fn`
-times it; SEED_DATA names the wav folder (one subfolder per class).
+times it over the README tour's corpus, runs/data (run from the repository's root); SEED_DATA names
+another wav folder (one subfolder per class).
 """
 
 import glob
@@ -10,7 +11,7 @@ import tensorflow as tf
 
 import tfpipe
 
-DATA = os.environ.get("SEED_DATA", "/tmp/m/synth")
+DATA = os.environ.get("SEED_DATA", "runs/data")  # the README tour's corpus
 SAMPLES = 16000  # one second at 16 kHz
 MEL = tf.signal.linear_to_mel_weight_matrix(64, 257, 16000, 20.0, 8000.0)
 

@@ -56,6 +56,12 @@ def usage_error(message: str) -> NoReturn:
     sys.exit(2)
 
 
+def output_file(path: str) -> str:
+    """`path`, with its folder made first (`--json runs/bench.json` in a fresh checkout)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    return path
+
+
 def data_domain(data: str):
     """The registered Domain of the files a folder, CSV or shard folder holds (the default domain when
     they name none). Lists the data: TensorFlow loads."""

@@ -7,7 +7,7 @@ from typing import Sequence
 
 from absl import flags
 
-from tfpipe.cli import data_domain, fail, usage_error
+from tfpipe.cli import data_domain, fail, output_file, usage_error
 
 FLAGS = flags.FLAGS
 
@@ -99,14 +99,14 @@ def run_bench(argv: Sequence[str]) -> None:
         fail(str(e))
     print(result.table())
     if FLAGS.json:
-        with open(FLAGS.json, "w") as f:
+        with open(output_file(FLAGS.json), "w") as f:
             f.write(result.to_json() + "\n")
         print(f"wrote {FLAGS.json}")
     if FLAGS.plot:
-        result.plot(FLAGS.plot)
+        result.plot(output_file(FLAGS.plot))
         print(f"wrote {FLAGS.plot}")
     if FLAGS.write_flagfile:
-        _write_flagfile(result, FLAGS.write_flagfile)
+        _write_flagfile(result, output_file(FLAGS.write_flagfile))
 
 
 def _write_flagfile(result, path: str) -> None:

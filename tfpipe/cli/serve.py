@@ -7,7 +7,7 @@ from typing import Sequence
 
 from absl import flags
 
-from tfpipe.cli import data_domain, fail
+from tfpipe.cli import data_domain, fail, output_file
 
 FLAGS = flags.FLAGS
 
@@ -96,7 +96,7 @@ def _run_serve_bench() -> None:
     if FLAGS.json:
         import json
 
-        with open(FLAGS.json, "w") as f:
+        with open(output_file(FLAGS.json), "w") as f:
             json.dump(result, f, indent=2)
         print(f"wrote {FLAGS.json}")
 
