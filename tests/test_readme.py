@@ -9,7 +9,8 @@ the copy's root: a bash block as written (a `cd` carries over to the next block)
 `python - <<EOF`, so the shell's working directory is the script's, as when a user pastes it. The
 shell starts without the venv on PATH: the README's own `source .venv/bin/activate` has to put it
 there. Nothing else is set up. The copy must then hold nothing new outside `runs/` (the tour's
-scratch folder, ignored by git) but Python's `__pycache__` folders, and no tracked file may change.
+scratch folder, ignored by git) but Python's `__pycache__` folders, no tracked file may change, and
+no corpus or shard folder may sit inside another (read again, it would be one more class).
 Fences without a language, or with another one (```text), are sample output and are not run.
 
 An HTML comment on the line right above a fence (invisible on GitHub) marks a block that is not run:
@@ -199,6 +200,14 @@ def left_behind(before: set[str], after: set[str]) -> list[str]:
                   if e[3:].rstrip("/") != SCRATCH.rstrip("/") and not e.rstrip("/").endswith("__pycache__"))
 
 
+def nested_data_folders(root: str) -> list[str]:
+    """Corpora (synth.json) and shard folders (tfpipe.json) written inside another one under `root`: read
+    again, the outer one would hold one more class, or files of several domains (issue 32)."""
+    found = sorted(d for d, _, files in os.walk(root) if {"synth.json", "tfpipe.json"} & set(files))
+    return [f"{inner} inside {outer}" for outer in found for inner in found
+            if inner.startswith(outer.rstrip(os.sep) + os.sep)]
+
+
 # --- `shown` blocks: flags checked, not run -----------------------------------------------------
 
 def help_command(argv: list[str]) -> list[str]:
@@ -273,11 +282,22 @@ def test_the_readme_runs_top_to_bottom(tmp_path):
     assert git_status(copy) == git_status(copy) & before, "the README changed files git tracks"
     assert not left_behind(before, git_status(copy, ignored=True)), \
         f"the README left files outside {SCRATCH}: {left_behind(before, git_status(copy, ignored=True))}"
+    assert not nested_data_folders(os.path.join(copy, SCRATCH)), nested_data_folders(os.path.join(copy, SCRATCH))
     env = {**user_env(copy), "PATH": os.path.dirname(sys.executable) + os.pathsep + user_env(copy)["PATH"]}
     for block in blocks:
         if block.shown:
             check_shown(block, copy, env)
     assert git_status(ROOT) == repo_before, "the README test changed the repository it copied"
+
+
+def test_no_readme_command_writes_over_the_shipped_results():
+    """Run or shown, a command's --json / --plot / --write_flagfile go to the scratch folder, never docs/."""
+    with open(README, encoding="utf-8") as f:
+        blocks = [b for b in parse_blocks(f.read()) if b.lang == "bash"]
+    outputs = [(b.line, arg) for b in blocks for c in commands(b.code)
+               for arg in re.findall(r"--(?:json|plot|write_flagfile)[= ](\S+)", c)]
+    assert outputs and all(path.startswith(SCRATCH) for _, path in outputs), \
+        [f"README.md:{line}: {path}" for line, path in outputs if not path.startswith(SCRATCH)]
 
 
 # --- the harness itself: it must be able to fail --------------------------------------------
@@ -350,6 +370,16 @@ def test_the_tour_shares_one_shell_and_names_the_block_that_failed(tmp_path):
     broken = parse_blocks("```bash\nsource .venv/bin/activate\n```\n\n```python\nimport tfpipe\ntfpipe.nope\n```")
     with pytest.raises(AssertionError, match=r"README.md:5 failed(.|\n)*no attribute 'nope'"):
         run_tour(broken, str(tmp_path), timeout=120)
+
+
+def test_a_corpus_written_inside_another_is_found(tmp_path):
+    for folder in ("data", "data/synth", "shards"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "data" / "synth.json").write_text("{}")
+    (tmp_path / "shards" / "tfpipe.json").write_text("{}")
+    assert nested_data_folders(str(tmp_path)) == []
+    (tmp_path / "data" / "synth" / "synth.json").write_text("{}")
+    assert nested_data_folders(str(tmp_path)) == [f"{tmp_path}/data/synth inside {tmp_path}/data"]
 
 
 def test_left_behind_ignores_only_the_scratch_folder_and_caches():
