@@ -350,3 +350,19 @@ def test_bucket_boundaries_pad_each_batch_only_within_its_bucket(tmp_path):
     assert _padding_share(by_length) < 0.2 < _padding_share(padded)
     with pytest.raises(ValueError, match=r"bucket_key='length': the features are \['tokens'\]"):
         build_dataset(data, "train", dataclasses.replace(bucketed, bucket_key="length"), read=read)
+
+
+def test_a_chain_is_built_from_steps_alone(corpus):
+    # The chain applies what the steps carry and reads nothing else: no PipelineConfig reaches it.
+    from tfpipe.core import steps as st
+    from tfpipe.core.chain import apply
+
+    inputs = sources.find(corpus).chain_input("eval", FEAT)
+    steps = (st.Map(tuple(inputs.stages[:1]), parallel=True, deterministic=True), st.Batch(5, drop_remainder=True),
+             st.Map(tuple(inputs.stages[1:]), parallel=False, deterministic=True),
+             st.Options(True, False, False, False))
+    batches = list(apply(steps, inputs).as_numpy_iterator())
+    assert [len(labels) for _, labels in batches] == [5, 5]  # 12 files, the remainder dropped as the step says
+    np.testing.assert_array_equal(np.concatenate([l for _, l in batches]), [0, 0, 0, 0, 1, 1, 1, 1, 2, 2])
+    assert dataset_ops(apply(steps, inputs)) == ["TensorSliceDataset", "ParallelMapDatasetV2", "BatchDatasetV2",
+                                                 "MapDataset", "OptionsDataset"]

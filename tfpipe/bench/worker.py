@@ -148,38 +148,39 @@ def _time(state: dict, job: dict, batches: int, step_s: float, min_s: float = 0.
 def _stages(state: dict, job: dict, configs: Sequence[tuple], budget_s: float) -> list:
     """Single-thread rates of list -> each of the domain's stages -> batch, per (label, config, batch size).
 
-    The stages are the source's own (`chain_input`), so they describe what the pipeline runs.
-    Also the two single-thread ways of running them all: one fused map per example, and
-    vectorized (the trailing batchable stages on whole batches, as `vectorize` runs them).
+    The stages are the source's own (`chain_input`), so they describe what the pipeline runs, and
+    every chain timed is built from steps by the one chain (`tfpipe.core.chain.apply`), sequential
+    steps in place of the parallel ones. Also the two single-thread ways of running them all: one
+    fused map per example, and vectorized (the trailing batchable stages on whole batches).
     """
-    from tfpipe.core.chain import batch, split_stages
+    from tfpipe.core import steps as st
+    from tfpipe.core.chain import apply, split_stages
     from tfpipe.core.source import find
-    from tfpipe.core.stage import fuse
 
     source = find(job["data"])
     reports = []
     for label, config, batch_size in configs:
         inputs = source.chain_input("train", config)
-        files = inputs.files.repeat()
-        chain, names = [files], ["list"]
+        base, names = [st.Repeat()], ["list"]
+        chains = [tuple(base)]
         if inputs.expand is not None:  # files of many records (shards): their records are the examples
-            files = files.flat_map(inputs.expand)
-            if inputs.blocked:  # blocks of examples, as the chain un-blocks them
-                files = files.unbatch()
-            chain, names = chain + [files], names + ["records"]
-        for stage in inputs.stages:
-            chain.append(chain[-1].map(stage.fn))
-        chain.append(batch(chain[-1], batch_size, drop_remainder=True))
+            base += [st.ReadFiles(parallel=False, cycle_length=1, block_length=1, deterministic=True)]
+            base += [st.Unblock()] if inputs.blocked else []  # blocks of examples, as the chain un-blocks them
+            chains, names = chains + [tuple(base)], names + ["records"]
+        maps = [st.Map((stage,), parallel=False, deterministic=True) for stage in inputs.stages]
+        chains += [tuple(base + maps[:i + 1]) for i in range(len(maps))]
+        chains.append(tuple(base + maps + [st.Batch(batch_size, drop_remainder=True)]))
         names += [stage.name for stage in inputs.stages] + ["batch"]
-        rates = [one_thread_rate(ds, batch_size if i == len(chain) - 1 else 1, budget_s)
-                 for i, ds in enumerate(chain)]
-        fused = files.map(fuse(inputs.stages).fn)
+        rates = [one_thread_rate(apply(steps, inputs), batch_size if i == len(chains) - 1 else 1, budget_s)
+                 for i, steps in enumerate(chains)]
+        fused = apply(tuple(base) + (st.Map(tuple(inputs.stages), parallel=False, deterministic=True),), inputs)
         before, after = split_stages(inputs.stages, vectorize=True)
         vectorized = None
         if after:
-            ds = files.map(fuse(before).fn) if before else files
-            vectorized = one_thread_rate(batch(ds, batch_size, drop_remainder=True).map(fuse(after).fn),
-                                         batch_size, budget_s)
+            head = [st.Map(tuple(before), parallel=False, deterministic=True)] if before else []
+            steps = tuple(base + head + [st.Batch(batch_size, drop_remainder=True),
+                                         st.Map(tuple(after), parallel=False, deterministic=True)])
+            vectorized = one_thread_rate(apply(steps, inputs), batch_size, budget_s)
         reports.append({"label": label, "names": tuple(names), "rates": tuple(rates),
                         "fused_rate": one_thread_rate(fused, 1, budget_s), "vectorized_rate": vectorized,
                         "batched": len(after) if vectorized else 0,

@@ -9,6 +9,7 @@ limit on how many files one message names (`tfpipe.errors.listed`).
 
 from __future__ import annotations
 
+import errno
 from typing import Any, Callable, Sequence, TypeVar
 
 from tfpipe.core import filesystem as fs
@@ -58,6 +59,17 @@ def check_files(paths: Sequence[str], check_one: Callable[[str], T], *, what: st
     if bad:
         raise DataError(f"{len(bad)} of {len(paths)} {what}:{listed(bad)}\nFix: {fix(bad)}")
     return results
+
+
+def open_head(path: str, problem: type = FileProblem) -> tuple[Any, int]:
+    """(a seekable reader, the size) of a file to scan (filesystem.read_head), or `problem(path, reason)`:
+    a pipe or device (which would block the scan for ever) or the OS's reason it cannot be read."""
+    try:
+        return fs.read_head(path)
+    except OSError as e:
+        if e.errno == errno.ESPIPE:
+            raise problem(path, "not a regular file (a pipe, device or socket)") from None
+        raise problem(path, f"unreadable ({e.strerror or e})") from e
 
 
 def unreadable(path: str, error: Any) -> FileProblem:

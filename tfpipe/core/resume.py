@@ -100,7 +100,8 @@ def _epoch_windows(epoch, table, counts, size, offset, inputs, step: Order) -> t
         drop = tf.where(tf.equal(k, 0), offset - window_start, 0)  # a start inside the first window
         return tf.nest.map_structure(lambda t: tf.gather(t, index[drop:]), examples)
 
-    return windows.enumerate().map(permuted)
+    # In parallel, in order: one gather per window, windows of a 16-core host permuted side by side.
+    return windows.enumerate().map(permuted, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
 def _epochs(first: tf.Tensor, epochs: Any) -> tf.data.Dataset:

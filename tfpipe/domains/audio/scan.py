@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import errno
 import os
 import statistics
 import struct
@@ -19,7 +18,7 @@ import warnings
 from typing import Sequence
 
 from tfpipe.core import filesystem as fs
-from tfpipe.core.checks import FileProblem, check_files
+from tfpipe.core.checks import FileProblem, check_files, open_head
 from tfpipe.domains.audio.config import AudioConfig
 
 _PCM = 1
@@ -109,12 +108,7 @@ def _fix(bad: Sequence[_Unusable], paths: Sequence[str], features: AudioConfig) 
 
 def _pcm16_data(path: str, sample_rate: int) -> tuple[int, int, int, bytes]:
     """(offset, size, file size, header bytes) of the data chunk of a 16-bit PCM mono wav at `sample_rate`."""
-    try:
-        f, file_size = fs.read_head(path)
-    except OSError as e:
-        if e.errno == errno.ESPIPE:  # a FIFO or device would block the scan forever
-            raise _Unusable(path, "not a regular file (a pipe, device or socket)") from None
-        raise _Unusable(path, f"unreadable ({e.strerror or e})") from e
+    f, file_size = open_head(path, _Unusable)
     try:
         with f:
             riff = f.read(12)

@@ -12,7 +12,6 @@ small tail read), ~7 s per 100k files; a PNG about its read and a CRC.
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 import struct
@@ -24,7 +23,7 @@ from typing import NamedTuple, Sequence
 from PIL import Image, UnidentifiedImageError
 
 from tfpipe.core import filesystem as fs
-from tfpipe.core.checks import FileProblem, check_files
+from tfpipe.core.checks import FileProblem, check_files, open_head
 from tfpipe.domains.image.config import CHANNELS, ImageConfig
 
 ONLINE_FORMATS = ("JPEG", "PNG")  # what the TF decoders in ops read by content
@@ -78,12 +77,7 @@ def check_image(path: str, max_pixels: int, formats: Sequence[str] = ONLINE_FORM
     Raises:
       Unusable: what is wrong with the file.
     """
-    try:
-        f, size = fs.read_head(path)
-    except OSError as e:
-        if e.errno == errno.ESPIPE:  # a FIFO or device would block the scan forever
-            raise Unusable(path, "not a regular file (a pipe, device or socket)") from None
-        raise Unusable(path, f"unreadable ({e.strerror or e})") from e
+    f, size = open_head(path, Unusable)
     try:
         with f:
             if size == 0:
