@@ -114,6 +114,9 @@ def test_records_train_in_permuted_windows_recut_into_batches():
     order = plan(dataclasses.replace(OPT, shuffle_buffer=100), dataclasses.replace(RECORDS, num_examples=60),
                  Request(seed=5))[1]
     assert (order.records, order.window, order.seed, order.parallel_reads) == (True, 60, 5, True)
+    # Big records: the window holds at most WINDOW_BYTES of them (16 MiB: 64 raw images of 256 KiB).
+    raw = dataclasses.replace(RECORDS, num_examples=2000, example_bytes=256 << 10)
+    assert plan(OPT, raw, Request(seed=5))[1].window == 64
     assert _plan(OPT, BLOCKS, mode="eval") == "read_files -> rebatch -> map(cast) -> prefetch -> prefetch_to_device"
 
 

@@ -283,9 +283,10 @@ def measure_ops(ds: Any, budget_s: float, cores: int, variant: str = "") -> OpsR
     """
     from tfpipe.core.graph import walk  # TensorFlow only where measuring: the reports stay pure
 
-    nodes, counters, batched = [], [], False
+    nodes, counters, batched, previous = [], [], False, ""
     for node in walk(ds):
-        batched = (batched or node.op in BATCH_OPS) and node.op not in UNBATCH_OPS
+        batched = (batched or node.op in BATCH_OPS or _windows(node, previous)) and node.op not in UNBATCH_OPS
+        previous = node.op
         if node.op in _SKIPPED_OPS or node.dataset is None:
             continue  # options only, or an op tf.data adds itself: its cost shows in the next prefix
         counter = _Counter(node.dataset, batched, 1)
@@ -306,6 +307,17 @@ def measure_ops(ds: Any, budget_s: float, cores: int, variant: str = "") -> OpsR
                          elements=counter.elements_per_example)
                   for node, counter in zip(nodes, counters))
     return OpsReport(variant, rates, cores, default_rewrites(ds), loop_ms=1000.0 / loop.rate)
+
+
+def _windows(node: Any, previous: str) -> bool:
+    """The train order's step (a range of epochs, flat-mapped) handing on windows of records: each
+    element holds as many examples as its leading dimension (file elements are scalars: one each)."""
+    import tensorflow as tf
+
+    if node.op != "FlatMapDataset" or previous != "RangeDataset" or node.dataset is None:
+        return False
+    first = tf.nest.flatten(node.dataset.element_spec)[0]
+    return first.shape.rank is not None and first.shape.rank >= 1
 
 
 def _idle_dataset() -> Any:

@@ -34,6 +34,8 @@ class ChainInput:
         files strictly one after another while the interleave reads ahead in parallel).
       members: a mixture's members, each (its ChainInput, its weight); `stages` are then the
         ones the mixed examples share.
+      example_bytes: with expand: about how many bytes an example takes in the files (0: not
+        known); bounds how many examples the train order permutes together in memory.
     """
 
     files: tf.data.Dataset
@@ -49,6 +51,7 @@ class ChainInput:
     paths: tuple[str, ...] = ()
     records_per_file: tuple[int, ...] = ()
     members: tuple[tuple["ChainInput", float], ...] = ()
+    example_bytes: int = 0
 
     @property
     def yields(self) -> Yields:
@@ -56,5 +59,6 @@ class ChainInput:
         return Yields(tuple(self.stages), records=self.expand is not None, blocked=self.blocked,
                       fixed_shapes=self.fixed_shapes, num_files=self.num_files, num_examples=self.num_examples,
                       examples_per_block=self.examples_per_block, longest_file=max(self.records_per_file or (1,)),
-                      block_length=self.block_length, members=tuple((m.yields, w) for m, w in self.members))
+                      block_length=self.block_length, members=tuple((m.yields, w) for m, w in self.members),
+                      example_bytes=self.example_bytes)
 

@@ -27,6 +27,10 @@ BLOCK_WINDOW = 1024  # examples permuted together in train windows (shuffle_buff
 # which pays for the ~10 µs of tf.data's per-element cost it saves. A 224 x 224 float image (588 KiB)
 # cost 158 µs more grouped than not (measured, docs/examples/per_element.py).
 GROUP_MAX_BYTES = 16 << 10  # 16 KiB
+# The train order permutes at most this many bytes of records together: a window is copied twice
+# (gathered into one block, then permuted), so 1,024 raw images of 256 KiB (256 MiB) would cost far
+# more than their shuffle is worth (prepared raw photos read 0.94x the folder with such windows).
+WINDOW_BYTES = 16 << 20  # 16 MiB
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +50,7 @@ class Yields:
       block_length: records a parallel interleave takes from one file at a time (train).
       members: a mixture's members, each (its Yields, its weight); `stages` are then the ones
         the mixed examples share.
+      example_bytes: bytes an example takes in the files, where known (0: not known).
     """
 
     stages: tuple[Any, ...]
@@ -58,6 +63,7 @@ class Yields:
     longest_file: int = 1
     block_length: int = 1
     members: tuple[tuple["Yields", float], ...] = ()
+    example_bytes: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,7 +170,7 @@ def examples_plan(p: Any, source: Yields, request: Request = Request()) -> tuple
     if request.pipelines > 1:
         steps.append(Shard(request.pipelines, request.pipeline))
     if order:
-        window = min(p.shuffle_buffer or BLOCK_WINDOW, max(1, source.num_examples)) if source.records else 0
+        window = _window(p, source) if source.records else 0
         steps.append(Order(request.seed, request.start or 0, request.epochs, source.records, source.blocked,
                            window, p.parallel_reads, p.cycle_length, source.longest_file))
     if repeat_first:
@@ -196,6 +202,13 @@ def examples_plan(p: Any, source: Yields, request: Request = Request()) -> tuple
     if cache and train:
         steps.append(Repeat(request.epochs, why="after the cache: each epoch replays it, reshuffled"))
     return tuple(steps) + _maps(tail, p, request, per_example=True, group=group)
+
+
+def _window(p: Any, source: Yields) -> int:
+    """Examples the order permutes together: shuffle_buffer (1,024), at most WINDOW_BYTES of them,
+    at most an epoch."""
+    by_bytes = WINDOW_BYTES // source.example_bytes if source.example_bytes else BLOCK_WINDOW
+    return max(1, min(p.shuffle_buffer or BLOCK_WINDOW, by_bytes, source.num_examples))
 
 
 def group_size(p: Any, source: Yields, request: Request) -> int:

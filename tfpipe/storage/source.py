@@ -124,7 +124,8 @@ class ShardSource:
                           expand=fmt.expand(codec, keys, cast), block_length=fmt.interleave_block(block),
                           blocked=fmt.blocked, examples_per_block=block,
                           fixed_shapes=not any(codec.fields[k].variable for k in keys), count_of=_examples_of,
-                          paths=self.paths, records_per_file=tuple(s["num_records"] for s in shards))
+                          paths=self.paths, records_per_file=tuple(s["num_records"] for s in shards),
+                          example_bytes=sum(int(s["bytes"]) for s in shards) // max(1, self.num_examples))
 
     def _stored_stages(self, features: Any, mode: str = "eval") -> list[Stage]:
         stored = self.index["domain"]
