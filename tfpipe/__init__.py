@@ -22,6 +22,7 @@ _EXPORTS = {
     "Source": "tfpipe.core.source",
     "FileSource": "tfpipe.core.files",
     "find": "tfpipe.core.source",
+    "split": "tfpipe.core.source",
     "build_dataset": "tfpipe.core.chain",
     "records": "tfpipe.storage.records",
     "mix": "tfpipe.core.mixture",
