@@ -181,7 +181,7 @@ def records(files: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]], *
     if isinstance(files, (str, os.PathLike)) and fs.isdir(os.fspath(files)):
         folder = os.fspath(files)
         if tfds_folder.is_tfds_folder(folder):
-            return _tfds(folder, split, spec, label_key, class_names, unlabeled, as_supervised)
+            found = _tfds(folder, split, spec, label_key, as_supervised)
         else:
             found = _scanned(folder, _folder_files(folder, split), compression, spec, label_key, progress)
     else:
@@ -197,7 +197,7 @@ def records(files: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]], *
                             f"or a folder")
         found = _scanned(patterns[0] if len(patterns) == 1 else "", paths, compression, spec, label_key, progress)
     found = dataclasses.replace(found, unlabeled=unlabeled, encoded_key=encoded_key, features=features)
-    if as_supervised:
+    if as_supervised and found.feature is None:
         found = dataclasses.replace(found, feature=_one_feature(found))
     return found.with_class_names(class_names) if class_names is not None else found
 
@@ -340,8 +340,7 @@ def _count_of(path, compression, num_records, file_index):
     return num_records
 
 
-def _tfds(folder: str, split: Optional[str], spec: Any, label_key: Optional[str], class_names: Any,
-          unlabeled: bool, as_supervised: bool) -> RecordsSource:
+def _tfds(folder: str, split: Optional[str], spec: Any, label_key: Optional[str], as_supervised: bool) -> RecordsSource:
     """A TFDS-prepared folder: files and counts from dataset_info.json; TFDS decodes when installed."""
     found = tfds_folder.read_split(folder, split, label_key, decoder=spec is None)
     label_key = label_key or (found.supervised[1] if found.supervised else None)
@@ -354,6 +353,5 @@ def _tfds(folder: str, split: Optional[str], spec: Any, label_key: Optional[str]
             raise ValueError(f"{folder}: as_supervised=True, but the dataset declares no supervised keys; pick "
                              f"the feature with build_dataset(..., feature_key=KEY)")
         feature = found.supervised[0]
-    source = RecordsSource(folder, found.paths, ("",) * len(found.paths), found.counts, spec, label_key,
-                           found.class_names, found.decode, unlabeled, feature, writer_names=found.class_names)
-    return source.with_class_names(class_names) if class_names is not None else source
+    return RecordsSource(folder, found.paths, ("",) * len(found.paths), found.counts, spec, label_key,
+                         found.class_names, found.decode, feature=feature, writer_names=found.class_names)

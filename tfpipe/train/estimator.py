@@ -75,8 +75,7 @@ def make_input_fn(data: Data, mode: str = "train", pipeline: Optional[PipelineCo
         if params and params.get("batch_size"):
             chain = dataclasses.replace(chain, batch_size=int(params["batch_size"]))
         source = find(data, class_names)
-        if class_names is None:
-            _compare_classes(getattr(config, "model_dir", None), mode, source)
+        _compare_classes(getattr(config, "model_dir", None), mode, source, warn=class_names is None)
         seed = chain.seed if chain.seed is not None else 0  # the same order at every call
         start = (resume_position(source, chain, input_context, getattr(config, "model_dir", None), seed)
                  if resume else None)
@@ -88,9 +87,10 @@ def make_input_fn(data: Data, mode: str = "train", pipeline: Optional[PipelineCo
     return input_fn
 
 
-def _compare_classes(model_dir: Optional[str], mode: str, source: Any) -> None:
-    """Records this mode's class names in model_dir and warns, once per pair, when the other
-    mode's differ (a train folder with `cat` as 1 and an eval folder lacking a class, `cat` as 0)."""
+def _compare_classes(model_dir: Optional[str], mode: str, source: Any, warn: bool) -> None:
+    """Records this mode's class names in model_dir and, unless this call pinned them (`warn`
+    False), warns once per pair when the other mode's differ (a train folder with `cat` as 1 and
+    an eval folder lacking a class, `cat` as 0)."""
     names = list(getattr(source, "class_names", ()) or ())
     if not model_dir or not names or mode == "predict":
         return
@@ -106,7 +106,7 @@ def _compare_classes(model_dir: Optional[str], mode: str, source: Any) -> None:
             theirs = json.loads(f.read())
     except (OSError, ValueError, tf.errors.OpError):
         return  # the check only warns: a model_dir it cannot use changes nothing else
-    if theirs != names and (tuple(theirs), tuple(names)) not in _WARNED:
+    if warn and theirs != names and (tuple(theirs), tuple(names)) not in _WARNED:
         _WARNED.add((tuple(theirs), tuple(names)))
         _LOG.warning(f"tfpipe: {mode} data has classes {names} but {other} data {theirs}: the same class gets "
                      f"different ids; pass class_names= (e.g. the train source's class_names) to both make_input_fn "
