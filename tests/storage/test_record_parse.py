@@ -97,7 +97,8 @@ def test_eval_without_a_label_key_is_refused_unless_the_records_are_said_to_be_u
     with pytest.raises(ValueError, match=r"eval without label_key= would compare predictions against label 0.*"
                                          r"unlabeled=True"):
         tfpipe.build_dataset(source, "eval", OPT)
-    assert [f["id"].tolist() for f in tfpipe.build_dataset(source, "predict", OPT).as_numpy_iterator()] == [[0, 1, 2, 3]]
+    predicted = tfpipe.build_dataset(source, "predict", OPT).as_numpy_iterator()
+    assert [f["id"].tolist() for f in predicted] == [[0, 1, 2, 3]]
     unlabeled = tfpipe.records(path, spec=spec, unlabeled=True, progress=False)
     (_, labels), = tfpipe.build_dataset(unlabeled, "eval", OPT).as_numpy_iterator()
     assert labels.tolist() == [0, 0, 0, 0]
