@@ -73,7 +73,8 @@ def record_problem(record: Optional[bytes], spec: Mapping[str, Any]) -> str:
         return "its first record is not a tf.train.Example"
     if sequence.feature_lists.feature_list:
         lists = ", ".join(map(repr, sorted(sequence.feature_lists.feature_list)))
-        return f"records are tf.train.SequenceExample (feature_lists {lists}), which spec= (tf.train.Example) would read as empty"
+        return (f"records are tf.train.SequenceExample (feature_lists {lists}), which spec= (tf.train.Example) "
+                f"would read as empty")
     held = sequence.context.feature
     wrong = []
     for key, feature in spec.items():
