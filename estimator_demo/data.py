@@ -44,7 +44,8 @@ class DemoData:
 def prepare_data(data: Union[None, str, FileSource], eval_data: Optional[str], eval_fraction: float,
                  work_dir: str, features: Any, *, store: str = "waveform", num_shards: int = 16,
                  shard_workers: int = 0, on_error: str = "fail", per_class: int = 250,
-                 corpus_seed: int = 0, shards: bool = True) -> DemoData:
+                 corpus_seed: int = 0, shards: bool = True,
+                 class_names: Optional[Sequence[str]] = None) -> DemoData:
     """Finds or generates the data, holds out eval, shards both sides into work_dir/shards.
 
     Args:
@@ -63,6 +64,9 @@ def prepare_data(data: Union[None, str, FileSource], eval_data: Optional[str], e
       per_class: synthetic corpus size per class.
       corpus_seed: synthetic corpus seed.
       shards: write shards; False reads the files online (train and eval are then Sources).
+      class_names: number the classes by these names, in train and eval; default: the
+        training data's own, which eval data then takes (an eval folder lacking a class keeps
+        the training ids; an eval class the training data lacks is refused, naming it).
 
     Returns:
       DemoData: the shard folders (or Sources) to train and evaluate on, class names, held-out files.
@@ -84,18 +88,20 @@ def prepare_data(data: Union[None, str, FileSource], eval_data: Optional[str], e
     else:
         source = find(data)
         origin = source.root
+    source = find(source, class_names)
     if eval_data is not None:
-        train_src, eval_src = source, find(eval_data)
+        train_src = source
+        try:
+            eval_src = find(eval_data, tuple(train_src.class_names))
+        except ValueError as e:
+            raise type(e)(f"{e} (eval data is numbered by the training data's classes; --class_names can list "
+                          f"every class)") from None
     elif source.kind == "shards":
         raise ValueError(f"{source.root}: a shard folder cannot be split into train and eval after it is "
                          f"written; pass --eval_data with a held-out shard folder (or give --data the folder "
                          f"of files)")
     else:
         train_src, eval_src = source.split(eval_fraction)
-    if tuple(eval_src.class_names) != tuple(train_src.class_names):
-        raise ValueError(f"{eval_src.root}: classes {list(eval_src.class_names)} differ from the training "
-                         f"data's {list(train_src.class_names)}; eval data needs the same class folders "
-                         f"or labels")
     if shards:
         train, train_count = _sharded(train_src, fs.join(work_dir, "shards", "train"), "train", features,
                                       store, num_shards, shard_workers, on_error)

@@ -64,6 +64,9 @@ def define_flags(flag_values: flags.FlagValues = FLAGS) -> None:
                       "No --data: which synthetic corpus to train on.", **fv)
     flags.DEFINE_string("eval_data", None, "Held-out data, same forms as --data. "
                         "Unset: --eval_fraction of --data.", **fv)
+    flags.DEFINE_list("class_names", None, "Class names in id order (comma-separated), for train and eval "
+                      "data. Unset: the training data's own, which --eval_data takes (an eval folder lacking a "
+                      "class keeps the training ids).", **fv)
     flags.DEFINE_float("eval_fraction", 0.2, "Share of --data held out for eval, chosen by a hash of each "
                        "path.", lower_bound=0.01, upper_bound=0.9, **fv)
     flags.DEFINE_string("model_dir", os.path.join("runs", "demo"), "Checkpoints, TensorBoard summaries, "
@@ -244,7 +247,7 @@ def main(argv: Sequence[str]) -> None:
         data = prepare_data(source, FLAGS.eval_data, FLAGS.eval_fraction, model_dir, features,
                             store=store, num_shards=FLAGS.num_shards, shard_workers=FLAGS.shard_workers,
                             on_error=FLAGS.on_error, per_class=FLAGS.per_class, corpus_seed=FLAGS.corpus_seed,
-                            shards=shards)
+                            shards=shards, class_names=FLAGS.class_names)
     except ValueError as e:  # includes tfpipe.DataError: the message names the file and the fix
         sys.exit(f"estimator_demo: {e}")
     print(f"[data] {data.description}")

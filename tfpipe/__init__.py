@@ -22,6 +22,7 @@ _EXPORTS = {
     "Source": "tfpipe.core.source",
     "FileSource": "tfpipe.core.files",
     "find": "tfpipe.core.source",
+    "split": "tfpipe.core.source",
     "build_dataset": "tfpipe.core.chain",
     "describe": "tfpipe.core.describe",
     "records": "tfpipe.storage.records",

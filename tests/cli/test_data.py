@@ -52,6 +52,20 @@ def test_prepare_says_what_it_chose_recognizes_a_rerun_and_replaces_other_settin
     assert json.load(open(os.path.join(out, "tfpipe.json")))["domain"]["config"]["n_mels"] == 32
 
 
+def test_prepare_with_another_input_and_the_same_settings_is_refused_without_overwrite(tmp_path):
+    # Issue 32: a complete 12-example, 3-class folder was replaced by another --input's 2 classes.
+    out = str(tmp_path / "s")
+    first = _cli("prepare", "--input", make_corpus(tmp_path / "corpus"), "--output", out, "--clip_seconds", "0.25")
+    assert first.returncode == 0, first.stderr
+    other = make_corpus(tmp_path / "other", classes=("a", "b"), per_class=2)
+    line = _one_line_error(_cli("prepare", "--input", other, "--output", out, "--clip_seconds", "0.25"))
+    assert re.search(r"s: a complete shard folder written from other data \(input: .*corpus -> .*other; classes: "
+                     r"3 \[a, b, c\] -> 2 \[a, b\]\); replacing it would discard it: pass --overwrite", line), line
+    assert json.load(open(os.path.join(out, "tfpipe.json")))["num_examples"] == 12
+    replaced = _cli("prepare", "--input", other, "--output", out, "--clip_seconds", "0.25", "--overwrite")
+    assert replaced.returncode == 0 and json.load(open(os.path.join(out, "tfpipe.json")))["num_examples"] == 4
+
+
 def test_conversions_are_counted_in_the_summary_index_and_inspect(tmp_path):
     corpus = make_corpus(tmp_path / "corpus", per_class=2, seconds=0.5)  # longer than clip_seconds: cropped
     out = str(tmp_path / "s")

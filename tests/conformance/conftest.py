@@ -17,8 +17,8 @@ PRESETS = {
     "cache": dataclasses.replace(_OPT, cache="memory"),
     "snapshot": _OPT,  # cache="snapshot:<a folder of the test's own>", set by preset()
 }
-KINDS = ("wav", "image", "csv", "files+fns", "shards-v1", "shards-v2", "records+spec", "records+process", "tfds",
-         "mixture")
+KINDS = ("wav", "image", "csv", "files+fns", "shards-v1", "shards-v2", "records+spec", "records+process",
+         "records+image", "tfds", "mixture")
 
 
 @pytest.fixture(scope="session")

@@ -125,6 +125,22 @@ def _record_files(root, ids, labels, files=3):
     return paths
 
 
+def _image_records(root, ids, labels, files=3):
+    """PNGs (the image kind's flat colours) inside tf.train.Examples under "image", in shuffled order;
+    returns the ids in the files' order."""
+    os.makedirs(root, exist_ok=True)
+    order = np.random.default_rng(11).permutation(len(ids))
+    for k in range(files):
+        with tf.io.TFRecordWriter(os.path.join(root, f"train-{k}.tfrecord")) as w:
+            for j in order[k::files]:
+                colour = (4 * (ids[j] % 64) + 2, 4 * (ids[j] // 64) + 2, 200)
+                png = tf.io.encode_png(np.full((16, 16, 3), colour, np.uint8)).numpy()
+                feature = {"image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[png])),
+                           "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[labels[j]]))}
+                w.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+    return tuple(int(ids[j]) for k in range(files) for j in order[k::files])  # the ids in file order
+
+
 def records_order(paths):
     """Ids in the records' own order, read with plain tf.data (no tfpipe)."""
     ds = tf.data.TFRecordDataset(paths).map(lambda r: tf.io.parse_single_example(r, _SPEC)["id"])
@@ -205,6 +221,13 @@ def build(root):
     kinds["records+process"] = Kind("records+process", lambda: tfpipe.records(pattern, progress=False), feature_ids,
                                     records_order(paths), None, dict(zip(ids, labels)),
                                     kwargs={"process": parse_record}, variable=True)
+    # The same ids as image records, decoded by the image domain's fused decode-and-crop.
+    image_order = _image_records(os.path.join(root, "image-records"), ids, labels)
+    image_pattern = os.path.join(root, "image-records", "train-*.tfrecord")
+    kinds["records+image"] = Kind("records+image", lambda: tfpipe.records(image_pattern, encoded_key="image",
+                                                                          label_key="label", features=IMAGE,
+                                                                          progress=False),
+                                  image_ids, image_order, None, dict(zip(ids, labels)))
     folder = _tfds_folder(os.path.join(root, "tfds"), ids, labels)
     tfds_paths = sorted(tf.io.gfile.glob(os.path.join(folder, "*.tfrecord*")))
     kinds["tfds"] = Kind("tfds", lambda: tfpipe.records(folder, split="train", label_key="label", progress=False),
@@ -218,3 +241,34 @@ def build(root):
                             wav_ids, tuple(sorted(first)) + tuple(sorted(second)), {**first, **second},
                             kwargs={"features": AUDIO}, files=32)
     return kinds
+
+
+def lacking(root, kinds, missing="bee"):
+    """Eval data of each class-named kind without the class `missing`: {name: (data, kwargs, ids, names)}."""
+    root = str(root)
+    kept = tuple(c for c in CLASSES if c != missing)
+    out = {}
+    wav_names = _class_folder(os.path.join(root, "wav"), _wav, ".wav", kept)
+    out["wav"] = (os.path.join(root, "wav"), kinds["wav"].kwargs, wav_ids, wav_names)
+    img_names = _class_folder(os.path.join(root, "image"), _png, ".png", kept)
+    out["image"] = (os.path.join(root, "image"), kinds["image"].kwargs, image_ids, img_names)
+    csv_path = os.path.join(root, "manifest.csv")
+    with open(csv_path, "w") as f:
+        f.write("path,label\n" + "".join(f"wav/{c}/{c}{i % PER_CLASS:02d}.wav,{c}\n" for i, c in wav_names.items()))
+    out["csv"] = (csv_path, kinds["csv"].kwargs, wav_ids, wav_names)
+    shards = os.path.join(root, "shards")
+    tfpipe.write_shards(os.path.join(root, "wav"), shards, num_shards=2, num_workers=0, features=AUDIO,
+                        store="waveform", progress=False)
+    out["shards"] = (shards, kinds["wav"].kwargs, wav_ids, wav_names)
+    spec = {"id": tf.io.FixedLenFeature([], tf.int64), "label": tf.io.FixedLenFeature([], tf.string)}
+    path = os.path.join(root, "named.tfrecord")
+    with tf.io.TFRecordWriter(path) as w:
+        for i, c in wav_names.items():
+            feature = {"id": tf.train.Feature(int64_list=tf.train.Int64List(value=[i])),
+                       "label": tf.train.Feature(bytes_list=tf.train.BytesList(value=[c.encode()]))}
+            w.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+    out["records"] = (tfpipe.records(path, spec=spec, label_key="label", progress=False), {}, feature_ids,
+                      wav_names)
+    out["mixture"] = (tfpipe.mix([(os.path.join(root, "wav"), 1.0), (csv_path, 1.0)]), kinds["wav"].kwargs,
+                      wav_ids, wav_names)
+    return out

@@ -86,3 +86,19 @@ def test_resuming_a_mixture_is_refused_with_the_choice(members):
     assert next(iter(make_input_fn(source, "train", OPT, resume=False)()))[1].shape == (100,)
     with pytest.raises(ValueError, match="cannot start mid-stream"):
         tfpipe.build_dataset(source, "train", OPT, start_step=3)
+
+
+def test_class_names_pin_every_members_ids(tmp_path):
+    from tests.support import make_corpus
+
+    a = make_corpus(tmp_path / "a", classes=("bee", "cat"), per_class=2)
+    b = make_corpus(tmp_path / "b", classes=("ant", "cat"), per_class=2)
+    names = ("ant", "bee", "cat")
+    mixed = tfpipe.mix([(a, 1.0), (b, 1.0)], class_names=names)
+    assert mixed.class_names == names  # not the order of first appearance (bee, cat, ant)
+    pipe = tfpipe.PipelineConfig.naive(batch_size=8)
+    (_, labels), = tfpipe.build_dataset(mixed, "eval", pipe,
+                                        features=tfpipe.AudioConfig(clip_seconds=0.25)).as_numpy_iterator()
+    assert [names[i] for i in labels] == ["bee", "bee", "cat", "cat", "ant", "ant", "cat", "cat"]
+    with pytest.raises(ValueError, match=r"classes 'ant' are not in class_names \('bee', 'cat'\)"):
+        tfpipe.mix([(a, 1.0), (b, 1.0)], class_names=("bee", "cat"))

@@ -162,3 +162,81 @@ def test_a_class_subfolder_that_cannot_be_listed_is_an_error_not_missing_data(tm
     with pytest.raises(DataError, match=r"1 folders cannot be listed, so their files would be left out:\n  .*"
                                         r"File name too long"):
         sources.find(data)
+
+
+# --- class_names: one class name, one id, in train and eval (issues 32, 33 #6) ----------------------
+
+def test_class_names_number_an_eval_folder_lacking_a_class_as_train_does(tmp_path):
+    make_corpus(tmp_path / "train", classes=("ant", "bee", "cat"), per_class=1)
+    make_corpus(tmp_path / "eval", classes=("ant", "cat"), per_class=1)
+    train = sources.find(str(tmp_path / "train"))
+    assert sources.find(str(tmp_path / "eval")).labels == (0, 1)  # cat is 1 here, 2 in train: the finding
+    held = sources.find(str(tmp_path / "eval"), class_names=train.class_names)
+    assert held.class_names == train.class_names and held.labels == (0, 2)
+    make_corpus(tmp_path / "other", classes=("ant", "dog"), per_class=1)
+    with pytest.raises(ValueError, match=r"other: classes 'dog' are not in class_names \('ant', 'bee', 'cat'\)"):
+        sources.find(str(tmp_path / "other"), class_names=train.class_names)
+
+
+def test_csv_named_labels_lacking_a_train_class_take_the_train_class_names(tmp_path):
+    make_corpus(tmp_path, classes=("a",), per_class=4)
+    clips = [f"a/a{i:03d}.wav" for i in range(4)]
+    (tmp_path / "train.csv").write_text("path,label\n" + "".join(f"{c},{n}\n" for c, n in
+                                                                  zip(clips, ("cat", "dog", "eel", "fox"))))
+    (tmp_path / "eval.csv").write_text(f"path,label\n{clips[0]},cat\n{clips[2]},eel\n{clips[3]},fox\n")
+    train = sources.find(str(tmp_path / "train.csv"))
+    held = sources.find(str(tmp_path / "eval.csv"), class_names=train.class_names)
+    assert [held.class_names[l] for l in held.labels] == ["cat", "eel", "fox"] and held.labels == (0, 2, 3)
+
+
+def test_csv_float_labels_read_as_ints_and_numbers_mixed_with_names_are_refused(tmp_path):
+    make_corpus(tmp_path, classes=("a",), per_class=3)
+    (tmp_path / "floats.csv").write_text("path,label\na/a000.wav,1.0\na/a001.wav,2.0\na/a002.wav,10.0\n")
+    assert sources.find(str(tmp_path / "floats.csv")).labels == (1, 2, 10)
+    (tmp_path / "mixed.csv").write_text("path,label\na/a000.wav,1\na/a001.wav,10\na/a002.wav,x\n")
+    with pytest.raises(DataError, match=r"mixed\.csv: labels mix numbers and names: line 2 \('1'\), line 3 "
+                                        r"\('10'\) are numbers but line 4 \('x'\) are not"):
+        sources.find(str(tmp_path / "mixed.csv"))
+
+
+def test_split_holds_out_a_stable_share_as_sources_with_every_class(tmp_path):
+    import tfpipe
+
+    make_corpus(tmp_path / "d", classes=("a", "b", "c"), per_class=10)
+    train, held = tfpipe.split(str(tmp_path / "d"), eval_fraction=0.3)
+    assert (train, held) == tfpipe.split(str(tmp_path / "d"), eval_fraction=0.3)  # the same every run
+    assert sorted(train.paths + held.paths) == sorted(sources.find(str(tmp_path / "d")).paths)
+    assert train.class_names == held.class_names == ("a", "b", "c") and 0 < len(held.paths) < 30
+    other, _ = tfpipe.split(str(tmp_path / "d"), eval_fraction=0.3, seed=1)
+    assert set(other.paths) != set(train.paths)  # another seed, another split
+    assert tfpipe.make_input_fn(held, "eval", tfpipe.PipelineConfig.naive(batch_size=64))() is not None
+    with pytest.raises(ValueError, match=r"eval_fraction=1.5: must be between 0 and 1"):
+        tfpipe.split(str(tmp_path / "d"), eval_fraction=1.5)
+
+
+def test_a_glob_or_folder_of_tfrecord_files_is_read_as_records(tmp_path, monkeypatch):
+    # What a user tries first: build_dataset("records/train-*", process=parse); parse used to get (path, label).
+    import tensorflow as tf
+
+    import tfpipe
+
+    monkeypatch.setenv("TFPIPE_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "records"
+    folder.mkdir()
+    for s in range(2):  # named as tensorflow/models names ImageNet's: no suffix, found by their header
+        with tf.io.TFRecordWriter(str(folder / f"train-{s:05d}-of-00002"), "GZIP" if s else "") as w:
+            for i in range(3):
+                w.write(tf.train.Example(features=tf.train.Features(feature={"id": tf.train.Feature(
+                    int64_list=tf.train.Int64List(value=[3 * s + i]))})).SerializeToString())
+
+    def parse(record):
+        return {"id": tf.io.parse_single_example(record, {"id": tf.io.FixedLenFeature([], tf.int64)})["id"]}, 0
+
+    for data in (str(folder / "train-*"), str(folder), str(folder / "train-00000-of-00002")):
+        assert sources.find(data).kind == "records"
+        ds = tfpipe.build_dataset(data, "eval", tfpipe.PipelineConfig.naive(batch_size=8), process=parse)
+        assert sorted(int(i) for f, _ in ds.as_numpy_iterator() for i in f["id"]) == (
+            [0, 1, 2] if data.endswith("00002") else list(range(6)))
+    (tmp_path / "texts").mkdir()
+    (tmp_path / "texts" / "a.txt").write_text("not records")
+    assert sources.find(str(tmp_path / "texts" / "*.txt")).kind == "files"  # your own files stay files

@@ -146,8 +146,18 @@ def test_prepare_data_shards_any_readable_wav_and_holds_out_by_path(tmp_path):
     with pytest.raises(ValueError, match=r"shard folder cannot be split.*--eval_data"):
         demo_data.prepare_data(first.train, None, 0.2, str(tmp_path / "run3"), SMALL)
     other_classes = make_corpus(tmp_path / "other", classes=("a", "b", "c"), per_class=1, seconds=0.3)
-    with pytest.raises(ValueError, match=r"classes \['a', 'b', 'c'\] differ"):
+    with pytest.raises(ValueError, match=r"other: classes 'c' are not in class_names \('a', 'b'\).*eval data is "
+                                         r"numbered by the training data's classes; --class_names"):
         demo_data.prepare_data(data, other_classes, 0.2, str(tmp_path / "run4"), SMALL)
+    # An eval folder lacking a class takes the training ids (c is 2 in both), sharded with them.
+    three = make_corpus(tmp_path / "three", classes=("a", "b", "c"), per_class=2, seconds=0.3)
+    lacking = make_corpus(tmp_path / "lacking", classes=("a", "c"), per_class=1, seconds=0.3)
+    run = demo_data.prepare_data(three, lacking, 0.2, str(tmp_path / "run5"), SMALL, num_shards=2)
+    assert run.class_names == ("a", "b", "c") and sorted(label for _, label in run.eval_files) == [0, 2]
+    assert json.load(open(os.path.join(run.eval, "tfpipe.json")))["class_names"] == ["a", "b", "c"]
+    pinned = demo_data.prepare_data(three, lacking, 0.2, str(tmp_path / "run6"), SMALL, num_shards=2,
+                                    class_names=["c", "b", "a"])
+    assert pinned.class_names == ("c", "b", "a") and sorted(label for _, label in pinned.eval_files) == [0, 2]
 
 
 def test_pick_files_takes_classes_in_turn():

@@ -199,6 +199,19 @@ def test_a_folder_tensorflow_datasets_prepared_is_read_with_its_own_decoders(tmp
     assert [int(x) for x in labels] == [int(i) % 3 for i in features["index"]]
     with pytest.raises(DataError, match=r"pass split= one of 'train', 'test'"):
         tfpipe.records(folder)
+    # as_supervised: (image, label) as TFDS gives them, no feature_key; class_names renumbers by name.
+    pipe = tfpipe.PipelineConfig.naive(batch_size=9)
+    (images, labels), = tfpipe.build_dataset(tfpipe.records(folder, split="test", as_supervised=True), "eval",
+                                             pipe).as_numpy_iterator()
+    assert images.shape == (9, 8, 8, 3) and sorted(labels.tolist()) == sorted(i % 3 for i in range(9))
+    pinned = tfpipe.records(folder, split="test", class_names=["ant", "eel", "dog", "cat"])
+    (features, labels), = tfpipe.build_dataset(pinned, "eval", pipe).as_numpy_iterator()
+    assert pinned.class_names == ("ant", "eel", "dog", "cat")
+    assert [pinned.class_names[l] for l in labels] == [("cat", "dog", "eel")[int(i) % 3] for i in features["index"]]
+    with pytest.raises(ValueError, match=r"classes 'eel' are not in class_names \('cat', 'dog'\)"):
+        tfpipe.records(folder, split="test", class_names=["cat", "dog"])
+    with pytest.raises(DataError, match=r"a folder tensorflow_datasets prepared; read it with tfpipe.records"):
+        tfpipe.find(folder)
 
 
 def test_records_and_mixtures_name_their_kind_where_files_of_a_domain_are_needed(recs, tmp_path):
@@ -210,3 +223,92 @@ def test_records_and_mixtures_name_their_kind_where_files_of_a_domain_are_needed
         tfpipe.write_shards(source, str(tmp_path / "shards"), progress=False)
     with pytest.raises(ValueError, match=r"is a mixture source, which cannot be split by file"):
         split_datasets(tfpipe.mix([(source, 1.0)]), 0.2)
+
+
+def test_a_folder_of_several_prefixes_is_refused_unless_split_picks_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("TFPIPE_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "records"
+    write_records(str(folder), shards=2)
+    for s in range(2):  # eval files beside train files, as a converter leaves them
+        with tf.io.TFRecordWriter(str(folder / f"eval-{s:05d}-of-00002.tfrecord.gz"), "GZIP") as w:
+            w.write(_example(100 + s))
+    with pytest.raises(DataError, match=r"(?s)TFRecord files of 2 prefixes, which would be read as one set:.*"
+                                        r"eval\*: 2 files.*train\*: 2 files.*pass split= one of"):
+        tfpipe.records(str(folder))
+    assert tfpipe.records(str(folder), split="eval").counts == (1, 1)
+    assert tfpipe.records(str(folder), split="train").num_examples == 20
+    with pytest.raises(DataError, match=r"no files of split='test'; its files' prefixes are 'eval', 'train'"):
+        tfpipe.records(str(folder), split="test")
+
+
+def test_records_holding_no_example_are_refused_before_training(tmp_path, monkeypatch):
+    # 0 records in total: a train stream would spin forever (issue 33 #12, #15).
+    monkeypatch.setenv("TFPIPE_CACHE_DIR", str(tmp_path / "cache"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for s in range(2):
+        tf.io.TFRecordWriter(str(empty / f"train-{s}.tfrecord")).close()
+    source = tfpipe.records(str(empty), spec=SPEC, label_key="image/class/label")
+    assert source.counts == (0, 0)
+    message = r"2 files hold 0 examples \(records\): a train stream over them would never yield a batch"
+    with pytest.raises(DataError, match=message):
+        tfpipe.build_dataset(source, "train", OPT)
+    with pytest.raises(DataError, match=message):
+        tfpipe.build_dataset(source, "train", OPT, start_step=3)
+    with pytest.raises(DataError, match=message):
+        tfpipe.make_input_fn(source, "train", OPT)()
+    full = tfpipe.records(write_records(str(tmp_path / "full")), spec=SPEC, label_key="image/class/label")
+    with pytest.raises(DataError, match=message):
+        tfpipe.build_dataset(tfpipe.mix([(full, 1.0), (source, 1.0)]), "train", OPT)
+    assert list(tfpipe.build_dataset(source, "eval", OPT)) == []  # eval of nothing: nothing, at once
+
+
+def test_as_supervised_yields_the_one_feature_besides_the_label(recs):
+    spec = {"id": SPEC["id"], "image/class/label": SPEC["image/class/label"]}
+    source = tfpipe.records(recs, spec=spec, label_key="image/class/label", as_supervised=True)
+    ids, labels = next(tfpipe.build_dataset(source, "eval", OPT).as_numpy_iterator())
+    assert ids.tolist() == list(range(8)) and labels.tolist() == [i % 3 for i in range(8)]
+    with pytest.raises(ValueError, match=r"as_supervised=True yields one feature, but these records give "
+                                         r"'image/encoded', 'id', 'tokens'; pick one with build_dataset"):
+        tfpipe.records(recs, spec=SPEC, label_key="image/class/label", as_supervised=True)
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_an_encoded_image_key_goes_through_the_image_domains_decode_and_crop(tmp_path, monkeypatch, mode):
+    # The same files, read as a class folder and as records with the key: the same images (eval: center
+    # crop; train: a random crop of the right shape and dtype), at the image chain's per-example map.
+    monkeypatch.setenv("TFPIPE_CACHE_DIR", str(tmp_path / "cache"))
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    paths = []
+    with tf.io.TFRecordWriter(str(tmp_path / "photos.tfrecord")) as w:
+        for i in range(6):
+            path = tmp_path / "folder" / f"c{i % 2}" / f"{i}.jpg"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(rng.integers(0, 255, (40 + i, 30, 3), np.uint8)).save(path)
+            paths.append(str(path))
+            feature = {"image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[path.read_bytes()])),
+                       "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[i % 2]))}
+            w.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+    config = tfpipe.ImageConfig(height=16, width=16)
+    source = tfpipe.records(str(tmp_path / "photos.tfrecord"), encoded_key="image/encoded",
+                            label_key="image/class/label", features=config)
+    pipe = tfpipe.PipelineConfig.optimized(batch_size=6, seed=1)
+    features, labels = next(tfpipe.build_dataset(source, mode, pipe).as_numpy_iterator())
+    assert list(features) == ["image"] and features["image"].shape == (6, 16, 16, 3)
+    assert features["image"].dtype == np.float32
+    ops = dataset_ops(tfpipe.build_dataset(source, mode, pipe))
+    assert ops.count("ParallelMapDatasetV2") == 1 and ops.count("MapDataset") <= 1, ops  # parse + decode fused
+    if mode == "eval":
+        expected = [f["image"] for f, _ in tfpipe.build_dataset((paths, [i % 2 for i in range(6)]), "eval",
+                                                                 tfpipe.PipelineConfig.naive(batch_size=6),
+                                                                 features=config).as_numpy_iterator()]
+        np.testing.assert_allclose(features["image"], expected[0], atol=1e-6)
+        assert labels.tolist() == [i % 2 for i in range(6)]
+        small = dataclasses.replace(config, dtype="uint8")
+        uint8, _ = next(tfpipe.build_dataset(source, "eval", pipe, features=small).as_numpy_iterator())
+        assert uint8["image"].dtype == np.uint8
+    with pytest.raises(ValueError, match=r"encoded_key='image/encoded': pass features= the config of the domain "
+                                         r"that decodes it \(one of .*Config"):
+        tfpipe.records(str(tmp_path / "photos.tfrecord"), encoded_key="image/encoded", label_key="image/class/label")

@@ -229,3 +229,17 @@ def test_naive_chain_reads_shards_one_by_one_and_parses_per_example(corpus, tmp_
     naive = tfpipe.build_dataset(tmp_path / "shards", "train", tfpipe.PipelineConfig.naive(batch_size=4), FEAT)
     assert dataset_ops(naive) == ["TensorSliceDataset", "FlatMapDataset", "ShuffleDatasetV3", "MapDataset",
                                   "BatchDatasetV2", "RepeatDataset", "OptionsDataset"]
+
+
+def test_class_names_renumber_a_shard_folder_written_from_data_lacking_a_class(tmp_path):
+    from tests.support import make_corpus
+
+    held = make_corpus(tmp_path / "eval", classes=("ant", "cat"), per_class=2)
+    out = str(tmp_path / "s")
+    _write(held, out, num_shards=2)
+    names = ("ant", "bee", "cat")
+    for pipe in (tfpipe.PipelineConfig.naive(batch_size=8), tfpipe.PipelineConfig.optimized(batch_size=8)):
+        (_, labels), = tfpipe.build_dataset(out, "eval", pipe, class_names=names).as_numpy_iterator()
+        assert sorted(labels.tolist()) == [0, 0, 2, 2]  # cat is 2, as in the training data
+    with pytest.raises(ValueError, match=r"classes 'cat' are not in class_names \('ant', 'bee'\)"):
+        tfpipe.find(out, class_names=("ant", "bee"))

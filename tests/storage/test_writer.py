@@ -286,6 +286,22 @@ def test_a_complete_folder_of_other_settings_is_replaced_only_with_overwrite(tmp
     assert _write(corpus, out, num_shards=2, features=other)["num_examples"] == 13
 
 
+def test_a_complete_folder_written_from_other_data_is_replaced_only_with_overwrite(tmp_path):
+    # Issue 32: another --input with the same settings silently replaced 2,000 examples of 10 classes.
+    out = tmp_path / "s"
+    first = _write(make_corpus(tmp_path / "big", classes=("a", "b", "c", "d"), per_class=3), out, num_shards=2)
+    small = make_corpus(tmp_path / "small", classes=("a", "b", "c", "d"), per_class=1)
+    with pytest.raises(tfpipe.DataError, match=r"s: a complete shard folder written from other data \(input: "
+                                               r".*big -> .*small\); replacing it would discard it: pass "
+                                               r"--overwrite"):
+        _write(small, out, num_shards=2)
+    assert json.loads((out / "tfpipe.json").read_text()) == first  # untouched
+    write_tone(str(tmp_path / "big" / "e" / "e0.wav"), 999)  # the same input, a class more
+    with pytest.raises(tfpipe.DataError, match=r"from other data \(classes: 4 \[a, b, c, d\] -> 5 \[a, b, c, d, e\]\)"):
+        _write(str(tmp_path / "big"), out, num_shards=2)
+    assert _write(small, out, num_shards=2, overwrite=True)["num_examples"] == 4
+
+
 @contextlib.contextmanager
 def read_only(folder):
     """`folder` made unwritable, also for root (chattr +i where chmod does not stop it)."""

@@ -73,3 +73,27 @@ def test_cli_help_lists_subcommands_and_is_quiet():
     for command in ("synth", "prepare", "inspect", "bench", "serve"):
         assert f"  {command} " in out.stdout
     assert "tensorflow/core" not in out.stderr
+
+
+def test_train_and_eval_data_of_different_classes_warn_once_and_class_names_pins_them(tmp_path, caplog):
+    # Issue 32/33 #6: an eval folder lacking a class numbers the rest differently (cat 2 in train, 1 in eval).
+    import logging
+    import types
+
+    from tests.support import make_corpus
+
+    train = make_corpus(tmp_path / "train", classes=("ant", "bee", "cat"), per_class=1)
+    held = make_corpus(tmp_path / "eval", classes=("ant", "cat"), per_class=1)
+    config = types.SimpleNamespace(model_dir=str(tmp_path / "model"))
+    pipe = PipelineConfig.naive(batch_size=4)
+    with caplog.at_level(logging.WARNING, logger="tfpipe"):
+        make_input_fn(train, "train", pipe, FEAT)(config=config)
+        for _ in range(2):  # every train_and_evaluate round calls it: said once
+            make_input_fn(held, "eval", pipe, FEAT)(config=config)
+    warned = [r.getMessage() for r in caplog.records if "classes" in r.getMessage()]
+    assert len(warned) == 1 and ("eval data has classes ['ant', 'cat'] but train data ['ant', 'bee', 'cat']: the same "
+                                 "class gets different ids; pass class_names=") in warned[0]
+    caplog.clear()
+    pinned = make_input_fn(held, "eval", pipe, FEAT, class_names=("ant", "bee", "cat"))(config=config)
+    (_, labels), = pinned.as_numpy_iterator()
+    assert sorted(labels.tolist()) == [0, 2] and not caplog.records

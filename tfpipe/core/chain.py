@@ -53,7 +53,7 @@ def build_dataset(data: Any, mode: str = TRAIN, pipeline: Optional[PipelineConfi
                   read: Any = None, process: Any = None, batch_process: Any = None,
                   feature_key: Optional[str] = None, epochs: Optional[int] = None,
                   start_step: Optional[int] = None, allow_device_prefetch: bool = True,
-                  on_error: str = "raise") -> tf.data.Dataset:
+                  on_error: str = "raise", class_names: Optional[Sequence[str]] = None) -> tf.data.Dataset:
     """Builds the input pipeline over any files and functions, every optimization behind its toggle.
 
     Args:
@@ -90,6 +90,9 @@ def build_dataset(data: Any, mode: str = TRAIN, pipeline: Optional[PipelineConfi
         a python_fn names the file). "skip": such an example is left out and named on stderr
         with a running count (never a silent drop); each example then crosses a small
         dataset of its own, which costs time: use it to find or ride over a few bad files.
+      class_names: number the classes by these names (Keras' name), e.g. the training
+        source's `class_names` for eval data that lacks a class; a class the data has and
+        the list lacks is refused, naming it (tfpipe.find).
 
     Returns:
       A dataset of `(features, labels)` batches; features is a dict (the domain's keys, or
@@ -104,7 +107,7 @@ def build_dataset(data: Any, mode: str = TRAIN, pipeline: Optional[PipelineConfi
     start = None if start_step is None else start_step * pipeline.batch_size
     return build(data, mode, pipeline, features, input_context, read=read, process=process,
                  batch_process=batch_process, feature_key=feature_key, epochs=epochs, start_example=start,
-                 allow_device_prefetch=allow_device_prefetch, on_error=on_error)
+                 allow_device_prefetch=allow_device_prefetch, on_error=on_error, class_names=class_names)
 
 
 def build(data: Any, mode: str, pipeline: PipelineConfig, features: Any = None,
@@ -118,12 +121,13 @@ def planned(data: Any, mode: str, pipeline: PipelineConfig, features: Any = None
             input_context: Optional[tf.distribute.InputContext] = None, *, read: Any = None, process: Any = None,
             batch_process: Any = None, feature_key: Optional[str] = None, epochs: Optional[int] = None,
             start_example: Optional[int] = None, seed: Optional[int] = None, allow_device_prefetch: bool = True,
-            on_error: str = "raise") -> tuple[tuple[Step, ...], ChainInput]:
+            on_error: str = "raise", class_names: Optional[Sequence[str]] = None
+            ) -> tuple[tuple[Step, ...], ChainInput]:
     """(the plan, the source's ChainInput) that `build` applies: the files listed and checked, no
     dataset built (`tfpipe.describe` shows the plan)."""
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error={on_error!r}: allowed values are 'raise' and 'skip'")
-    inputs = find(data).chain_input(mode, features, read=read, process=process, batch_process=batch_process)
+    inputs = find(data, class_names).chain_input(mode, features, read=read, process=process, batch_process=batch_process)
     pipelines, index = ((input_context.num_input_pipelines, input_context.input_pipeline_id)
                         if input_context is not None else (1, 0))
     request = Request(mode, epochs, start_example, _seed(pipeline, seed), pipelines, index, feature_key,

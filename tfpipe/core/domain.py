@@ -181,6 +181,17 @@ class Domain(abc.ABC):
         """
         return []
 
+    def record_stages(self, config: Any, mode: str, key: str) -> list[Stage]:
+        """Stages over (features dict, label) that replace `features[key]`, an encoded value parsed from
+        a record (e.g. an image file's bytes), by this domain's features, per example, as its own
+        chain makes them from files (tfpipe.records(..., encoded_key=key, features=config)).
+
+        Raises:
+          ValueError: the domain does not decode values inside records.
+        """
+        raise ValueError(f"the {self.name} domain does not decode values inside records (Domain.record_stages); "
+                         f"parse them with your own process=")
+
     @abc.abstractmethod
     def serving_receiver(self, config: Any) -> tuple[dict, dict]:
         """(receiver tensors, features) for a SavedModel's serving signature (graph mode)."""

@@ -21,6 +21,7 @@ import tensorflow as tf
 from tfpipe.core import filesystem as fs
 from tfpipe.core import registry, remote_listing
 from tfpipe.core.chain_input import ChainInput
+from tfpipe.core.labels import check_class_names, label_ids, pinned_ids  # noqa: F401 (label_ids: public here)
 from tfpipe.core.stage import user_stages
 from tfpipe.errors import DataError, listed
 
@@ -33,7 +34,7 @@ class FileSource:
 
     Attributes:
       root: the folder, CSV or pattern the user named ("" for a plain list).
-      paths: the files, absolute, in label order.
+      paths: the files, absolute, in listing order (label order, unless class_names pinned another).
       labels: label id per file.
       class_names: label id -> class name.
       domain: the registered domain the files belong to ("" when none matched).
@@ -63,12 +64,27 @@ class FileSource:
         return dataclasses.replace(self, paths=tuple(self.paths[i] for i in keep),
                                    labels=tuple(self.labels[i] for i in keep))
 
-    def split(self, eval_fraction: float) -> tuple["FileSource", "FileSource"]:
-        """(train, eval) by a hash of each file's path, so a file never changes side between runs."""
+    def with_class_names(self, class_names: Sequence[str]) -> "FileSource":
+        """The same files, numbered by `class_names` (a class it lacks is fine; one it does not list is refused).
+
+        Raises:
+          ValueError: a class of these files that `class_names` does not list, naming it.
+        """
+        class_names = check_class_names(class_names)
+        ids = pinned_ids(self.class_names, class_names, self.root or "the files", self.labels)
+        labels = self.labels if ids is None else tuple(ids[i] for i in self.labels)
+        return dataclasses.replace(self, labels=labels, class_names=class_names)
+
+    def split(self, eval_fraction: float, seed: Optional[int] = None) -> tuple["FileSource", "FileSource"]:
+        """(train, eval) by a hash of each file's path, so a file never changes side between runs.
+
+        `seed` draws another such split (None: the one the demo and split_datasets use).
+        """
         if not 0.0 < eval_fraction < 1.0:
             raise ValueError(f"eval_fraction={eval_fraction!r}: must be between 0 and 1")
         base = folder(self.root)
-        is_eval = [_stable_fraction(fs.relpath(p, base)) < eval_fraction for p in self.paths]
+        salt = "" if seed is None else f"{seed}:"
+        is_eval = [_stable_fraction(salt + fs.relpath(p, base)) < eval_fraction for p in self.paths]
         train = [i for i, e in enumerate(is_eval) if not e]
         held = [i for i, e in enumerate(is_eval) if e]
         if not train or not held:
@@ -116,41 +132,6 @@ def from_lists(paths: Sequence[Any], labels: Sequence[Any], root: str = "") -> F
         raise ValueError("no paths given")
     ids, names = label_ids(labels)
     return FileSource(root, tuple(paths), tuple(ids), names, common_domain(paths))
-
-
-def label_ids(labels: Sequence[Any]) -> tuple[list[int], tuple[str, ...]]:
-    """(id per label, class names by id) for labels given as ints, digit strings, or names.
-
-    Whole numbers (7 or "7") are their own ids, so a train and an eval list agree even when one
-    lacks a class ("8" is 8 in both; sorting them as text would make "10" come before "2").
-    Other names are sorted, so the same set of names always gets the same ids.
-
-    Raises:
-      ValueError: a missing label (None, NaN, ""), or a negative id, naming its position.
-    """
-    for i, label in enumerate(labels):
-        if label is None or (isinstance(label, float) and label != label) or (isinstance(label, str) and
-                                                                                not label.strip()):
-            raise ValueError(f"label {i} is {label!r}: every example needs a label (an int id or a class name)")
-    numbers = [_whole_number(label) for label in labels]
-    if all(n is not None for n in numbers):
-        if min(numbers) < 0:
-            raise ValueError(f"label {labels[numbers.index(min(numbers))]!r}: label ids must be >= 0")
-        return numbers, tuple(str(i) for i in range(max(numbers) + 1))
-    names = tuple(sorted({str(label) for label in labels}))
-    position = {name: i for i, name in enumerate(names)}
-    return [position[str(label)] for label in labels], names
-
-
-def _whole_number(label: Any) -> Optional[int]:
-    """The int a label stands for (3, np.int64(3), "3", " 3"), else None."""
-    if isinstance(label, bool):
-        return None
-    if isinstance(label, int) or (hasattr(label, "dtype") and getattr(label.dtype, "kind", "") in "iu"):
-        return int(label)
-    if isinstance(label, str) and label.strip().lstrip("-").isdigit():
-        return int(label.strip())
-    return None
 
 
 def common_domain(paths: Sequence[str]) -> str:
@@ -253,12 +234,13 @@ def csv_manifest(csv_path: str) -> FileSource:
                 unknown = sorted(set(columns) - {"path", "label"})
                 raise ValueError(f"{csv_path}: columns {columns} but a manifest has exactly 'path,label'"
                                  + (f"; unknown columns {unknown}" if unknown else ""))
-            rows, incomplete = [], []
+            rows, lines, incomplete = [], [], []
             for line, r in enumerate(reader, start=2):
                 if not r["path"] or r["label"] in (None, ""):
                     incomplete.append(line)
                 else:
                     rows.append((fs.normjoin(base, r["path"]), r["label"]))
+                    lines.append(f"line {line}")
     except UnicodeDecodeError as e:
         raise DataError(f"{csv_path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}); "
                         f"save the manifest as UTF-8") from None
@@ -277,7 +259,10 @@ def csv_manifest(csv_path: str) -> FileSource:
         raise DataError(f"{csv_path}: {len(conflicting)} files are listed with different labels:"
                         + listed(f"{p}: {', '.join(sorted(labels_of[p]))}" for p in conflicting)
                         + "\ngive each file one label")
-    ids, names = label_ids([label for _, label in rows])
+    try:
+        ids, names = label_ids([label for _, label in rows], lines)
+    except ValueError as e:
+        raise DataError(f"{csv_path}: {e}") from None
     files_by_class: dict[str, list[str]] = {name: [] for name in names}
     for (path, _), i in zip(rows, ids):
         files_by_class[names[i]].append(path)

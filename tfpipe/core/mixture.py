@@ -17,7 +17,8 @@ import tensorflow as tf
 
 from tfpipe.core.chain_input import ChainInput
 from tfpipe.core.source import find
-from tfpipe.core.stage import Stage, user_stages
+from tfpipe.core.labels import class_ids_stage
+from tfpipe.core.stage import user_stages
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +59,10 @@ class MixSource:
     def num_examples(self) -> int:
         return sum(m.num_examples for m in self.members)
 
+    def with_class_names(self, class_names: Sequence[str]) -> "MixSource":
+        """Every member numbered by `class_names` (a member's class it does not list is refused, naming it)."""
+        return dataclasses.replace(self, members=tuple(find(m, class_names) for m in self.members))
+
     def examples_per_file(self) -> tuple[int, ...]:
         raise ValueError("a mixture cannot resume mid-stream (its draws depend on every member's position); "
                          "pass make_input_fn(..., resume=False)")
@@ -79,7 +84,7 @@ class MixSource:
 
 
 def mix(members: Sequence[tuple[Any, float]], *, read: Any = None, process: Any = None,
-        batch_process: Any = None) -> MixSource:
+        batch_process: Any = None, class_names: Optional[Sequence[str]] = None) -> MixSource:
     """A Source that draws examples from several data sources with weights.
 
     Args:
@@ -88,6 +93,8 @@ def mix(members: Sequence[tuple[Any, float]], *, read: Any = None, process: Any 
       read, process, batch_process: your functions, as for build_dataset: one for every member,
         or a list with one per member (None for a member that needs none). One batch_process
         runs on the mixed batches (vectorize); a list runs per member, per example.
+      class_names: number every member's classes by these names (default: each class name
+        once, in the order the members list them); a member's class not listed is refused.
 
     Returns:
       A MixSource for build_dataset / make_input_fn(resume=False).
@@ -111,7 +118,7 @@ def mix(members: Sequence[tuple[Any, float]], *, read: Any = None, process: Any 
             raise ValueError(f"mix: {name}= lists {len(fn)} functions for {len(members)} members; give one per "
                              f"member (None where a member needs none) or one for all")
     total = sum(weights)
-    return MixSource(tuple(find(data) for data, _ in members), tuple(w / total for w in weights),
+    return MixSource(tuple(find(data, class_names) for data, _ in members), tuple(w / total for w in weights),
                      _frozen(read), _frozen(process), _frozen(batch_process))
 
 
@@ -162,12 +169,7 @@ def _by_name(inputs: ChainInput, names: Sequence[str], union: Sequence[str]) -> 
     ids = [union.index(n) for n in names]
     if ids == list(range(len(ids))):
         return inputs
-    table = tf.constant(ids, tf.int64)
-
-    def class_ids(features, labels):
-        return features, tf.gather(table, labels)
-
-    return dataclasses.replace(inputs, stages=tuple(inputs.stages) + (Stage("class_ids", class_ids, batchable=True),))
+    return dataclasses.replace(inputs, stages=tuple(inputs.stages) + (class_ids_stage(ids),))
 
 
 def _nth(fn: Any, i: int) -> Any:

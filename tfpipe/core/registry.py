@@ -1,4 +1,4 @@
-"""The one registry of what plugs into the core: domains, folder readers, the data-service distributor.
+"""The one registry of what plugs into the core: domains, folder and files readers, the data-service distributor.
 
 Each plug-in module registers what it defines when imported (a domain with `register_domain`,
 a folder reader with `register_folder_reader`, the data service with `register_distributor`);
@@ -19,6 +19,7 @@ T = TypeVar("T")
 DISTRIBUTOR = "distributor"  # the data service's one slot
 _DOMAINS: dict[str, Domain] = {}
 _FOLDER_READERS: dict[str, Callable[[str], Optional[Any]]] = {}
+_FILES_READERS: dict[str, Callable[[str, Any], Optional[Any]]] = {}
 _DISTRIBUTOR: dict[str, Callable[[Any, Any], Any]] = {}
 
 
@@ -54,6 +55,24 @@ def register_folder_reader(reader: Callable[[str], Optional[Any]], *, name: Opti
     """
     name = name or f"{reader.__module__}.{reader.__qualname__}"
     return _add(_FOLDER_READERS, "folder reader", name, reader, replace)
+
+
+def register_files_reader(reader: Callable[[str, Any], Optional[Any]], *, name: Optional[str] = None,
+                          replace: bool = False) -> Callable[[str, Any], Optional[Any]]:
+    """`reader(what, paths)` returns a Source for files no domain reads that it recognizes (e.g.
+    TFRecord files matched by a glob, named by `what`), else None.
+
+    Args:
+      reader: the function; asked in the order registered, for a glob or a single file whose
+        files no domain's extensions match.
+      name: its name in the registry (default: "module.function").
+      replace: replace a reader registered under the same name.
+
+    Raises:
+      KeyError: `name` is registered already and `replace` is False.
+    """
+    name = name or f"{reader.__module__}.{reader.__qualname__}"
+    return _add(_FILES_READERS, "files reader", name, reader, replace)
 
 
 def register_distributor(fn: Callable[[Any, Any], Any], *, replace: bool = False) -> Callable[[Any, Any], Any]:
@@ -121,6 +140,12 @@ def folder_readers() -> list[Callable[[str], Optional[Any]]]:
     """The registered folder readers, in the order they were registered."""
     plugins.load()
     return list(_FOLDER_READERS.values())
+
+
+def files_readers() -> list[Callable[[str, Any], Optional[Any]]]:
+    """The registered files readers, in the order they were registered."""
+    plugins.load()
+    return list(_FILES_READERS.values())
 
 
 def distributor() -> Optional[Callable[[Any, Any], Any]]:

@@ -1,13 +1,13 @@
 """Domain-free shard storage: codec, formats, index, plan, writers (local, Beam), reader, verify.
 
 Importing it registers the shard-folder reader with the core (a folder with tfpipe.json is a
-ShardSource). The reader (and TensorFlow with it) and the writers load on first use: the
+ShardSource), and the readers of TFRecord files (a folder or glob of them is `tfpipe.records`). The reader (and TensorFlow with it) and the writers load on first use: the
 command line reads the format registry and an index without starting TensorFlow.
 """
 
 import importlib
 
-from tfpipe.core.registry import register_folder_reader
+from tfpipe.core.registry import register_files_reader, register_folder_reader
 from tfpipe.storage.index import INDEX_NAME  # noqa: F401
 from tfpipe.storage.plan import ShardSpec, plan_shards, shard_name  # noqa: F401
 
@@ -23,7 +23,24 @@ def read_folder(root: str):
     return source.read_folder(root)
 
 
+def read_records_folder(root: str):
+    """tfpipe.records(root) for a folder of TFRecord files (named so, or found so by their first
+    header), else None: a folder of records reaches build_dataset as records, not as a class folder."""
+    from tfpipe.storage import found_records  # no TensorFlow until the folder holds records
+
+    return found_records.records_folder(root)
+
+
+def read_record_files(what: str, paths):
+    """tfpipe.records(what) when the files a glob (or path) names are TFRecords, else None."""
+    from tfpipe.storage import found_records
+
+    return found_records.record_files(what, paths)
+
+
 register_folder_reader(read_folder, name="tfpipe.storage.source.read_folder")
+register_folder_reader(read_records_folder, name="tfpipe.storage.found_records.records_folder")
+register_files_reader(read_record_files, name="tfpipe.storage.found_records.record_files")
 
 
 def __getattr__(name):

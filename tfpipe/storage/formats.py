@@ -155,7 +155,7 @@ def default_format(codec: RecordCodec) -> str:
 # --- reading one shard's records, checked against the index --------------------------------
 
 def checked_records(path, num_records, num_examples=None, block_size=None, compression="", *,
-                    damaged: str = "", extra: str = "", missing: str = ""):
+                    damaged: str = "", extra: str = "", missing: str = "", first=0):
     """One shard's (position, record) pairs, failing by the shard's name when it holds fewer or more than indexed.
 
     TFRecordDataset's CRC errors do not name the file. Instead a bad record ends this shard
@@ -166,11 +166,13 @@ def checked_records(path, num_records, num_examples=None, block_size=None, compr
     record count, each retry uses up one position, and the shard ends after `num_records` tries
     with the same named error. A shard with more records than the index lists (an index edited
     down) fails too: a second reader skips the listed records (headers only) and finds one more.
+    Positions count from `first` (tfpipe.records puts the file's index there, to name a record).
     """
     import tensorflow as tf
 
     remote = tf.strings.regex_full_match(path, _REMOTE_PATH)
-    positions = tf.data.Dataset.range(num_records)  # first in the zip: consumed even when the read fails
+    positions = tf.data.Dataset.range(first, first + tf.cast(num_records, tf.int64))  # first in the zip: consumed
+    # even when the read fails
     records = tf.data.TFRecordDataset(path, compression_type=compression,
                                       buffer_size=tf.where(remote, tf.constant(READ_AHEAD_BYTES, tf.int64),
                                                                   _LOCAL_BUFFER_BYTES))

@@ -88,7 +88,7 @@ def make_index(header: dict, shards: Sequence[dict], rejected: Sequence[dict]) -
     """The tfpipe.json dict: header keys, totals, shards in plan order, rejected inputs by path."""
     index = {"format": header["format"], "version": VERSION, "split": header["split"],
              "num_examples": sum(s["num_examples"] for s in shards)}
-    for key in ("class_names", "label_key", "label_names", "features", "domain", "notes", "plan", "key"):
+    for key in ("class_names", "label_key", "label_names", "features", "domain", "notes", "plan", "key", "input"):
         index[key] = header.get(key)
     index["notes"] = _sum_notes(shards)
     index["shards"] = [{k: s[k] for k in ("file", "num_examples", "num_records", "block_size", "bytes",

@@ -60,6 +60,7 @@ class Prepared:
       domain: the index's domain entry; None for your own examples.
       examples: your examples (in memory), None for a domain's files.
       files: a domain's files, None for your own examples.
+      input: the folder or CSV the files were found in ("" for your examples or a list of files).
     """
 
     codec: RecordCodec
@@ -69,6 +70,7 @@ class Prepared:
     domain: Optional[dict] = None
     examples: Optional[tuple] = None
     files: Optional[Files] = None
+    input: str = ""
 
     @property
     def rejected(self) -> list[dict]:
@@ -188,7 +190,7 @@ def prepare_files(data: Any, out_dir: str, features: Any, store: Optional[str], 
     files = Files(source, names, offline, DomainInputs(domain.name, config, store, on_error))
     return Prepared(codec, tuple(source.class_names), tuple(source.labels), identity,
                     domain={"name": domain.name, "store": store, "config": dataclasses.asdict(config),
-                            "features": declared}, files=files)
+                            "features": declared}, files=files, input=fs.abspath(source.root) if source.root else "")
 
 
 def check_inputs(paths: Sequence[str], names: Sequence[str], offline) -> tuple[tuple[int, ...], tuple]:

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import tensorflow as tf
 
 from tfpipe.core import filesystem as fs
 from tfpipe.core.chain_input import ChainInput
+from tfpipe.core.labels import check_class_names, class_ids_stage, pinned_ids
 from tfpipe.core.registry import get_domain
 from tfpipe.core.stage import Stage, user_stages
 from tfpipe.errors import DataError
@@ -39,7 +40,7 @@ class ShardSource:
     Attributes:
       root: the folder.
       paths: shard files, absolute, in index order.
-      class_names: label id -> class name, as written.
+      class_names: label id -> class name, as written (or as class_names= pinned them).
       index: the checked tfpipe.json (version-2 layout; v1 folders are upgraded in memory).
     """
 
@@ -63,6 +64,16 @@ class ShardSource:
     def codec(self) -> RecordCodec:
         index = self.index
         return RecordCodec.from_json(index["features"], index.get("label_key"), index.get("label_names", True))
+
+    def with_class_names(self, class_names: Sequence[str]) -> "ShardSource":
+        """The same shards with labels numbered by `class_names` (by name: one gather per batch).
+
+        Raises:
+          ValueError: a class the shards hold that `class_names` does not list, naming it.
+        """
+        class_names = check_class_names(class_names)
+        pinned_ids(tuple(self.index["class_names"]), class_names, self.root)
+        return dataclasses.replace(self, class_names=class_names)
 
     def examples_per_file(self) -> tuple[int, ...]:
         """Examples in each shard, from the index."""
@@ -113,6 +124,8 @@ class ShardSource:
                                  f"your own examples ({', '.join(codec.fields)}); leave features unset")
             keys, cast, stages = list(codec.fields), {}, []
         stages = fmt.stages(codec, keys, cast) + stages
+        ids = pinned_ids(tuple(index["class_names"]), self.class_names, self.root)
+        stages += [class_ids_stage(ids)] if ids is not None else []  # class_names= pinned other ids
         stages += user_stages(process=process, batch_process=batch_process)
         shards = index["shards"]
         files = tf.data.Dataset.from_tensor_slices((

@@ -26,6 +26,7 @@ import google_crc32c
 from tfpipe.core import filesystem as fs
 
 COMPRESSIONS = ("", "GZIP", "ZLIB")
+SUFFIXES = (".tfrecord", ".tfrecords", ".tfrec", ".record", ".records")  # in a name: a file of TFRecords
 _HEADER = 12  # uint64 length + uint32 masked crc
 _GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 1 << 20
@@ -74,6 +75,40 @@ def scan(path: str, compression: str = "auto") -> RecordFile:
         plain = _scan_as(path, "")
         return plain if not plain.problem else found
     return found
+
+
+def named_as_records(name: str) -> bool:
+    """The file's name says it holds TFRecords (train.tfrecord, x.tfrecord.gz, x.tfrec-00001-of-00004)."""
+    return any(s in os.path.basename(name).lower() for s in SUFFIXES)
+
+
+def sniff(path: str) -> Optional[str]:
+    """The compression of `path` when its first record header is a TFRecord's (length + its masked
+    CRC), else None: a file of records whatever its name (12 bytes read, decompressed if need be)."""
+    try:
+        with fs.open(path, "rb") as raw:
+            guess = detect_compression(raw.read(2))
+        for compression in dict.fromkeys((guess, "")):
+            with fs.open(path, "rb") as raw:
+                header = _open(raw, compression).read(_HEADER)
+            if len(header) == _HEADER and masked_crc(header[:8]) == struct.unpack("<I", header[8:])[0]:
+                return compression
+    except (OSError, EOFError, zlib.error):
+        return None
+    return None
+
+
+def first_record(path: str, compression: str) -> Optional[bytes]:
+    """The data of `path`'s first record (None: the file holds none, or it cannot be read)."""
+    try:
+        with fs.open(path, "rb") as raw:
+            stream = _open(raw, compression)
+            header = stream.read(_HEADER)
+            if len(header) < _HEADER:
+                return None
+            return _read_exactly(stream, struct.unpack("<Q", header[:8])[0])
+    except (OSError, EOFError, zlib.error):
+        return None
 
 
 def _scan_as(path: str, compression: str) -> RecordFile:

@@ -137,7 +137,8 @@ def write_shards_with_stats(data: Any, out_dir: Any, num_shards: Optional[int] =
             return existing, WriteStats(elapsed, elapsed, 0.0, 0, len(existing["shards"]), len(existing["shards"]),
                                         complete=True)
         if existing is not None and not overwrite:
-            _refuse_other_settings(out_dir, existing, {**header, "plan": {"num_shards": num_shards, "seed": seed}})
+            _refuse_other_settings(out_dir, existing, {**header, "plan": {"num_shards": num_shards, "seed": seed},
+                                                       "input": prepared.input})
         prepared = prepared.checked()
         prepared.fail_on_rejected(on_error)
         labels = prepared.labels
@@ -148,7 +149,7 @@ def write_shards_with_stats(data: Any, out_dir: Any, num_shards: Optional[int] =
         if num_workers is None:
             num_workers = default_workers(len(labels), num_shards) if prepared.files else 0
             chosen["num_workers"] = f"{num_workers} (default: by corpus size, {len(labels):,} examples)"
-        plan_header = {**header, "plan": {"num_shards": num_shards, "seed": seed}}
+        plan_header = {**header, "plan": {"num_shards": num_shards, "seed": seed}, "input": prepared.input}
         folder.claim_index()  # refused while another process reads the folder
         folder.invalidate_index()  # before the first shard is replaced: never an old index over new shards
         folder.remove_strays(spec.file for spec in plan)
@@ -224,15 +225,33 @@ def _remote_output_folder(out_dir: str) -> str:
 
 
 def _refuse_other_settings(out_dir: str, existing: dict, header: dict) -> None:
-    """DataError when a complete folder was written with other settings (overwrite=True replaces it).
+    """DataError when a complete folder was written with other settings or from other data (another
+    input folder or CSV, another set of classes); overwrite=True replaces it.
 
-    Other inputs with the same settings (files added, changed) only update the folder.
+    Files added to or changed in the same input, with the same classes and settings, only update the folder.
     """
-    differ = settings_differ(existing, header)
-    if differ:
-        raise DataError(f"{out_dir}: a complete shard folder written with other settings ({'; '.join(differ)}); "
+    settings, data = settings_differ(existing, header), data_differ(existing, header)
+    if settings or data:
+        what = " and ".join(w for w, d in (("with other settings", settings), ("from other data", data)) if d)
+        raise DataError(f"{out_dir}: a complete shard folder written {what} ({'; '.join(settings + data)}); "
                         f"replacing it would discard it: pass --overwrite (overwrite=True) to replace it, or "
                         f"write to another --output")
+
+
+def data_differ(old: dict, new: dict) -> list[str]:
+    """'input: old -> new' and 'classes: ...' where a folder's index and a new write read other data
+    (an index written before inputs were recorded is compared by its classes only)."""
+    out = []
+    if old.get("input") is not None and old.get("input") != new.get("input"):
+        out.append(f"input: {old.get('input') or 'your examples'} -> {new.get('input') or 'your examples'}")
+    before, after = list(old.get("class_names") or []), list(new.get("class_names") or [])
+    if before != after:
+        out.append(f"classes: {_classes(before)} -> {_classes(after)}")
+    return out
+
+
+def _classes(names: list) -> str:
+    return f"{len(names)} [{', '.join(names[:6])}{', ...' if len(names) > 6 else ''}]"
 
 
 def settings_differ(old: dict, new: dict) -> list[str]:

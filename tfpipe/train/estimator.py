@@ -6,6 +6,7 @@ Nothing here imports tf.estimator until a receiver is built, so Keras users neve
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import warnings
@@ -25,7 +26,8 @@ _LOG = logging.getLogger("tfpipe")
 
 
 def make_input_fn(data: Data, mode: str = "train", pipeline: Optional[PipelineConfig] = None,
-                  features: Any = None, *, resume: bool = True, **kwargs: Any) -> Callable[..., tf.data.Dataset]:
+                  features: Any = None, *, resume: bool = True, class_names: Optional[Sequence[str]] = None,
+                  **kwargs: Any) -> Callable[..., tf.data.Dataset]:
     """Returns `input_fn(params=None, input_context=None, config=None)` for Estimator.train/evaluate.
 
     The Estimator calls it in its own graph on the host; with a distribution strategy
@@ -48,6 +50,10 @@ def make_input_fn(data: Data, mode: str = "train", pipeline: Optional[PipelineCo
       features: the domain's config (default: the domain's, or a shard folder's own).
       resume: train mode: continue from the checkpoint's global step (False: start the
         shuffled stream afresh at every call, as a plain input_fn does).
+      class_names: number the classes by these names (e.g. the training source's
+        class_names for eval data that lacks a class). Without it, a train and an eval
+        input_fn over the same model_dir whose data list different classes log a warning
+        (their ids would differ).
       **kwargs: build_dataset's keyword arguments: read=, process=, batch_process=, feature_key=,
         on_error=.
 
@@ -68,7 +74,8 @@ def make_input_fn(data: Data, mode: str = "train", pipeline: Optional[PipelineCo
         chain = pipeline
         if params and params.get("batch_size"):
             chain = dataclasses.replace(chain, batch_size=int(params["batch_size"]))
-        source = find(data)
+        source = find(data, class_names)
+        _compare_classes(getattr(config, "model_dir", None), mode, source, warn=class_names is None)
         seed = chain.seed if chain.seed is not None else 0  # the same order at every call
         start = (resume_position(source, chain, input_context, getattr(config, "model_dir", None), seed)
                  if resume else None)
@@ -78,6 +85,35 @@ def make_input_fn(data: Data, mode: str = "train", pipeline: Optional[PipelineCo
                      seed=seed if resume else None, allow_device_prefetch=False, **kwargs)
 
     return input_fn
+
+
+def _compare_classes(model_dir: Optional[str], mode: str, source: Any, warn: bool) -> None:
+    """Records this mode's class names in model_dir and, unless this call pinned them (`warn`
+    False), warns once per pair when the other mode's differ (a train folder with `cat` as 1 and
+    an eval folder lacking a class, `cat` as 0)."""
+    names = list(getattr(source, "class_names", ()) or ())
+    if not model_dir or not names or mode == "predict":
+        return
+    other = "eval" if mode == "train" else "train"
+    path = os.path.join(model_dir, "tfpipe-classes-{}.json")
+    try:
+        tf.io.gfile.makedirs(model_dir)
+        with tf.io.gfile.GFile(path.format(mode), "w") as f:
+            f.write(json.dumps(names))
+        if not tf.io.gfile.exists(path.format(other)):
+            return
+        with tf.io.gfile.GFile(path.format(other)) as f:
+            theirs = json.loads(f.read())
+    except (OSError, ValueError, tf.errors.OpError):
+        return  # the check only warns: a model_dir it cannot use changes nothing else
+    if warn and theirs != names and (tuple(theirs), tuple(names)) not in _WARNED:
+        _WARNED.add((tuple(theirs), tuple(names)))
+        _LOG.warning(f"tfpipe: {mode} data has classes {names} but {other} data {theirs}: the same class gets "
+                     f"different ids; pass class_names= (e.g. the train source's class_names) to both make_input_fn "
+                     f"calls")
+
+
+_WARNED: set = set()  # (one list, the other): warned once per process, not at every input_fn call
 
 
 def _name_the_data(data: Data, kwargs: dict) -> None:

@@ -135,6 +135,21 @@ class ImageDomain(Domain):
                 return {key: ops.preprocess_decoded(image, config, train)}, labels
         return [Stage("decode", decode, random=train, fixed_shape=True, example_bytes=_image_bytes(config))]
 
+    def record_stages(self, config: ImageConfig, mode: str, key: str) -> list[Stage]:
+        """An encoded JPEG/PNG held in records under `key` -> {feature_key: image}: the same fused
+        decode-and-crop as files (train: random crop decoded alone, flip; eval: center crop), the
+        dtype made per image. The shape comes from the image's header (no scan of records)."""
+        train = mode == "train"
+        out = config.feature_key
+
+        def decode(features, label):
+            features = dict(features)
+            contents = features.pop(key)
+            features[out] = ops.preprocess(contents, config, train)
+            return features, label
+
+        return [Stage("decode", decode, random=train, fixed_shape=True, example_bytes=_image_bytes(config))]
+
     def serving_receiver(self, config: ImageConfig) -> tuple[dict, dict]:
         """Encoded JPEG/PNG files in (string [batch]), the eval features out: center crop, resize, dtype."""
         encoded = tf.compat.v1.placeholder(tf.string, [None], name=SERVING_KEY)
