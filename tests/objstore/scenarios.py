@@ -11,7 +11,6 @@ import collections
 import dataclasses
 import os
 
-import numpy as np
 
 from tests.support import encode, make_corpus, pattern, write
 
@@ -46,43 +45,15 @@ def _write_records(folder):
                 writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
 
 
-_TFDS_BUILDER = []  # TFDS registers a builder class by name once per process
-
-
 def _write_tfds(build_dir, out):
     """A tiny dataset prepared by tensorflow_datasets itself (no download), its folder copied to `out`."""
     import shutil
 
-    builder = _tiny_builder()(data_dir=build_dir)
+    from tests.support import tiny_tfds_builder
+
+    builder = tiny_tfds_builder("ObjstoreTiny", train=12)(data_dir=build_dir)  # named apart from test_records'
     builder.download_and_prepare()
     shutil.copytree(builder.data_dir, out)
-
-
-def _tiny_builder():
-    if _TFDS_BUILDER:
-        return _TFDS_BUILDER[0]
-    import tensorflow_datasets as tfds
-
-    class ObjstoreTiny(tfds.core.GeneratorBasedBuilder):  # named apart: TFDS registers names per process
-        """3 classes of 8x8 images."""
-
-        VERSION = tfds.core.Version("1.0.0")
-
-        def _info(self):
-            return tfds.core.DatasetInfo(builder=self, supervised_keys=("image", "label"), features=tfds.features.FeaturesDict({
-                "image": tfds.features.Image(shape=(8, 8, 3)),
-                "label": tfds.features.ClassLabel(names=["cat", "dog", "eel"]),
-                "index": tfds.features.Scalar(dtype=np.int64)}))
-
-        def _split_generators(self, dl_manager):
-            return {"train": self._generate_examples(12), "test": self._generate_examples(9)}
-
-        def _generate_examples(self, n):
-            for i in range(n):
-                yield i, {"image": np.full((8, 8, 3), i, np.uint8), "label": i % 3, "index": i}
-
-    _TFDS_BUILDER.append(ObjstoreTiny)
-    return ObjstoreTiny
 
 
 def sources(root):

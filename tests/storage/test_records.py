@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 import tfpipe
+from tests.support import tiny_tfds_builder
 from tfpipe.config import TOGGLES
 from tfpipe.core.graph import dataset_ops
 from tfpipe.errors import DataError
@@ -166,28 +167,10 @@ def test_counts_are_remembered_and_a_changed_file_is_scanned_again(recs):
 
 
 def test_a_folder_tensorflow_datasets_prepared_is_read_with_its_own_decoders(tmp_path, monkeypatch):
-    tfds = pytest.importorskip("tensorflow_datasets")
+    pytest.importorskip("tensorflow_datasets")
     monkeypatch.setenv("TFPIPE_CACHE_DIR", str(tmp_path / "cache"))
 
-    class Tiny(tfds.core.GeneratorBasedBuilder):
-        """3 classes of 8x8 images with variable-length tokens; no download."""
-
-        VERSION = tfds.core.Version("1.0.0")
-
-        def _info(self):
-            return tfds.core.DatasetInfo(builder=self, supervised_keys=("image", "label"), features=tfds.features.FeaturesDict({
-                "image": tfds.features.Image(shape=(8, 8, 3)),
-                "label": tfds.features.ClassLabel(names=["cat", "dog", "eel"]),
-                "index": tfds.features.Scalar(dtype=np.int64)}))
-
-        def _split_generators(self, dl_manager):
-            return {"train": self._generate_examples(30), "test": self._generate_examples(9)}
-
-        def _generate_examples(self, n):
-            for i in range(n):
-                yield i, {"image": np.full((8, 8, 3), i, np.uint8), "label": i % 3, "index": i}
-
-    builder = Tiny(data_dir=str(tmp_path / "tfds"))
+    builder = tiny_tfds_builder("Tiny")(data_dir=str(tmp_path / "tfds"))
     builder.download_and_prepare()
     folder = builder.data_dir
     source = tfpipe.records(folder, split="test")
