@@ -49,7 +49,7 @@ def test_stage_measurement_follows_the_sources_own_stages(tiny, tiny_shards):
 
     (wav,) = worker._stages({}, {"data": tiny}, [("audio features", FEAT, 4)], budget_s=0.03)
     assert wav["names"] == STAGE_NAMES and len(wav["rates"]) == 5 and wav["vectorized_rate"] > 0
-    assert wav["batched"] == 2  # decode and features run on whole batches when vectorized
+    assert wav["batched"] == 3  # read, decode and features run on whole batches when vectorized
     # A v2 shard folder: its files expand into parsed blocks of records, then the float16 -> float32
     # cast (batchable) runs on whole batches.
     (shards,) = worker._stages({}, {"data": tiny_shards}, [("shards", FEAT, 4)], budget_s=0.03)

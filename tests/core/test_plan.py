@@ -52,6 +52,20 @@ def test_per_example_work_of_fixed_shapes_is_grouped_into_one_call_per_group():
     assert "group" not in _plan(OPT, big)
 
 
+
+def test_a_batchable_read_runs_on_batches_but_stays_per_file_under_a_cache_or_a_skip():
+    # A domain whose read also takes a batch of files (the audio domain's): after the batch, in the
+    # one parallel map. A cache must keep what was read (bytes, not file names), and on_error="skip"
+    # drops one failing file, not its whole batch: there the read stays per file.
+    reads = Yields((Stage("read", _fn, batchable=True), Stage("decode", _fn, batchable=True)))
+    assert _plan(OPT, reads) == "order -> batch -> map(read+decode) -> prefetch -> prefetch_to_device"
+    assert _plan(dataclasses.replace(OPT, cache="memory"), reads).startswith("map(read) -> cache ->")
+    no_order = dataclasses.replace(OPT, shuffle_filenames=False)  # the example shuffle sees read examples
+    assert _plan(no_order, reads).startswith("repeat -> map(read) -> shuffle_examples -> batch -> map(decode)")
+    assert _plan(OPT, reads, mode="eval") == "batch -> map(read+decode) -> prefetch -> prefetch_to_device"
+    assert _plan(OPT, reads, on_error="skip").startswith("order -> map(read) -> batch -> map(decode)")
+
+
 def test_the_naive_chain_is_the_seed_questions():
     assert _plan(NAIVE) == "map(read) -> shuffle_examples -> map(decode) -> map(features) -> batch -> repeat"
 

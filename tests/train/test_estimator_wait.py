@@ -163,9 +163,11 @@ def test_the_wait_share_matches_what_caching_the_input_saves(tmp_path):
 
 
 def test_a_naive_wav_chain_reads_input_bound_and_a_cached_one_with_a_wide_model_compute_bound(tmp_path):
-    data = make_corpus(tmp_path / "wavs", per_class=4, seconds=1.0)
+    # Batches of 32 one-second clips, each read and computed one by one (~10 ms a batch) against a
+    # linear model's ~1 ms step: input-bound even when another process shares the cores.
+    data = make_corpus(tmp_path / "wavs", per_class=8, seconds=1.0)
     features = AudioConfig(clip_seconds=1.0)
-    naive = make_input_fn(data, "train", PipelineConfig.naive(batch_size=8), features)
+    naive = make_input_fn(data, "train", PipelineConfig.naive(batch_size=32), features)
     slow, _ = _train(tmp_path, "naive", naive, 20)
     optimized = make_input_fn(data, "train", PipelineConfig.optimized(batch_size=8), features)
     cached = lambda: optimized().take(1).cache().repeat()  # noqa: E731  (in memory: input costs ~nothing)

@@ -72,9 +72,12 @@ class OpsReport:
 
     @property
     def added_ms(self) -> tuple[float, ...]:
-        """Milliseconds per example each op adds (never below 0: a faster prefix is noise)."""
+        """Milliseconds per example each op adds, over the costliest shorter prefix: a prefix timed
+        faster than one before it (noise, or a prefetch thread overlapping the ops above it) adds
+        nothing, and the op after it is not charged the difference."""
         costs = [max(0.0, 1000.0 / op.rate - self.loop_ms * op.elements) for op in self.ops]
-        return tuple(max(0.0, c - p) for c, p in zip(costs, [0.0] + costs[:-1]))
+        highest = [max(costs[:i], default=0.0) for i in range(len(costs))]
+        return tuple(max(0.0, c - h) for c, h in zip(costs, highest))
 
     @property
     def capacities(self) -> tuple[float, ...]:

@@ -99,15 +99,25 @@ class Request:
 
 # --- the plan --------------------------------------------------------------------------------
 
-def split_stages(stages: Sequence[Any], vectorize: bool) -> tuple[list, list]:
-    """(before batch, after batch): with vectorize, the trailing batchable stages run on batches."""
+def split_stages(stages: Sequence[Any], vectorize: bool, first_per_example: bool = False) -> tuple[list, list]:
+    """(before batch, after batch): with vectorize, the trailing batchable stages run on batches
+    (all but the first with `first_per_example`)."""
     stages = list(stages)
     if not vectorize:
         return stages, []
     cut = len(stages)
-    while cut > 0 and stages[cut - 1].batchable:
+    while cut > int(first_per_example) and stages[cut - 1].batchable:
         cut -= 1
     return stages[:cut], stages[cut:]
+
+
+def _split(p: Any, source: Yields, request: Request) -> tuple[list, list]:
+    """split_stages for this chain. The first stage (a file read) stays per example where what it
+    read is kept or shuffled (a cache; a train chain off the order: the toggles' own steps) or where
+    a failing example is skipped alone; else a read that takes batches runs on them too."""
+    order = uses_order(p, request)
+    keep = request.on_error == "skip" or (not order and (bool(p.cache) or request.mode == TRAIN))
+    return split_stages(source.stages, p.vectorize, keep and not source.records)
 
 
 def deterministic_prefix(stages: Sequence[Any]) -> int:
@@ -155,7 +165,7 @@ def plan(p: Any, source: Yields, request: Request = Request()) -> tuple[Step, ..
 def examples_plan(p: Any, source: Yields, request: Request = Request()) -> tuple[Step, ...]:
     """The steps from the file list to examples (or whole windows/blocks): a mixture member's chain."""
     train, order = request.mode == TRAIN, uses_order(p, request)
-    before, _ = split_stages(source.stages, p.vectorize)
+    before, _ = _split(p, source, request)
     head, tail = _head_tail(p, source, before, order)
     cache = bool(p.cache) and not order
     repeat_first = train and p.repeat_before_shuffle and not cache and not order
@@ -222,7 +232,7 @@ def group_size(p: Any, source: Yields, request: Request) -> int:
     if not (p.group_maps and p.fuse_maps and order and request.epochs is None and request.whole_blocks
             and request.on_error != "skip"):
         return 0
-    before, _ = split_stages(source.stages, p.vectorize)
+    before, _ = _split(p, source, request)
     if not before or _whole(p, source, request, _head_tail(p, source, before, order)[1], order):
         return 0  # nothing per example, or whole blocks re-cut into batches
     small = 0 < before[-1].example_bytes <= GROUP_MAX_BYTES
@@ -232,7 +242,7 @@ def group_size(p: Any, source: Yields, request: Request) -> int:
 def batches_plan(p: Any, source: Yields, request: Request = Request()) -> tuple[Step, ...]:
     """The steps from examples to what the consumer takes: batch, batch stages, the tail."""
     train, order = request.mode == TRAIN, uses_order(p, request)
-    before, after = split_stages(source.stages, p.vectorize)
+    before, after = _split(p, source, request)
     _, tail = _head_tail(p, source, before, order)
     drop = train and p.drop_remainder
     steps: list[Step] = []

@@ -23,10 +23,10 @@ def _count(ds):
     return sum(len(labels) for _, labels in ds)
 
 
-def test_no_audio_stage_is_random_and_only_read_runs_per_file():
+def test_no_audio_stage_is_random_and_every_one_takes_a_batch():
     stages = get_domain("audio").stages(FEAT, "train")
     assert [(s.name, s.batchable, s.random) for s in stages] == [
-        ("read", False, False), ("decode", True, False), ("features", True, False)]
+        ("read", True, False), ("decode", True, False), ("features", True, False)]
 
 
 @pytest.mark.parametrize("change", ["truncated", "stereo", "other_rate", "longer_header"])
