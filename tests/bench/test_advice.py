@@ -21,6 +21,16 @@ def test_decode_limited_images_are_pointed_at_prepared_shards():
     assert run.to_dict()["stages"][0]["advice"] == [advice]
 
 
+def test_decode_limited_shards_are_not_sent_to_prepare_again():
+    # --data is a shard folder of JPEGs (tfpipe prepare --store jpeg): its decode limits it.
+    decode = StageReport("image features", (10_000.0, 8000.0, 1000.0, 990.0), 900.0, None, 2,
+                         names=("list", "records", "decode", "batch"))
+    run = result({"naive": [1.0, 1.0], "optimized": [0.05, 0.05]}, REFS, stage=decode, data="/data/photo_shards")
+    (advice,) = run.stage_advice(decode)
+    assert "tfpipe prepare --input" not in advice and "--shards SHARDS" not in advice
+    assert "/data/photo_shards holds encoded images" in advice and "--store raw" in advice
+
+
 def test_a_cast_limit_far_below_its_limit_is_explained():
     # Shards: records 0.05 ms, cast 0.1 ms an example: a limit of 20,000/s on 2 cores that the chain
     # reaches a fifth of, because un-blocking, shuffling and batching run one example at a time.

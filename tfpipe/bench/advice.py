@@ -49,12 +49,23 @@ _PREPARED_ADVICE = {
 }
 
 
+# The same, where --data itself is a folder of records (shards `tfpipe prepare` wrote, or TFRecords).
+_RECORDS_ADVICE = {
+    "decode": "decoding every example in every epoch limits it: {data} holds encoded images, decoded again each "
+              "epoch; prepared from the image folder with `--store raw` (pixels with nothing left to decode) or a "
+              "smaller --max_side (a cheaper decode), the shards cost less per example",
+    "features": "computing the features limits it: {data} holds what the features are computed from each epoch; "
+                "prepared from the wav folder with --store log_mel, they are computed once",
+}
+
+
 def stage_advice(report: Any, data: Optional[str], variants: Sequence[Any] = (), *,
                  shards: Optional[str] = None) -> list[str]:
     """What to do about a stage report's limiting stage, and about variants far below its limit.
 
     Advice respects what the run already did: with a shard folder (`shards`) it points at the
-    shards rows instead of `tfpipe prepare`, and it names no toggle every tfpipe variant has on.
+    shards rows instead of `tfpipe prepare`, on data that is records already it says how else to
+    prepare them, and it names no toggle every tfpipe variant has on.
 
     Args:
       report: a StageReport.
@@ -63,10 +74,11 @@ def stage_advice(report: Any, data: Optional[str], variants: Sequence[Any] = (),
       shards: the run's --shards folder (None: none).
     """
     stages = report.limiting.split(" + ")
-    table = {**_STAGE_ADVICE, **(_PREPARED_ADVICE if shards else {})}
+    records = "records" in (getattr(report, "names", None) or ())
+    table = {**_STAGE_ADVICE, **(_RECORDS_ADVICE if records else {}), **(_PREPARED_ADVICE if shards else {})}
     key = next((s for s in reversed(stages) if s in table), None)
     text = table[key] if key else f"{report.limiting} limits it: --ops times each op of the chain"
-    if key == "features" and not shards and _all_on(variants, "vectorize"):
+    if key == "features" and not shards and not records and _all_on(variants, "vectorize"):
         text = ("computing the features limits it, already on whole batches (vectorize is on): `tfpipe prepare "
                 "--input {data} --output SHARDS` computes them once for every epoch")
     out = [text.format(data=data or "DATA", shards=shards)]
