@@ -28,7 +28,7 @@ def test_decode_limited_shards_are_not_sent_to_prepare_again():
     run = result({"naive": [1.0, 1.0], "optimized": [0.05, 0.05]}, REFS, stage=decode, data="/data/photo_shards")
     (advice,) = run.stage_advice(decode)
     assert "tfpipe prepare --input" not in advice and "--shards SHARDS" not in advice
-    assert "/data/photo_shards holds encoded images" in advice and "--store raw" in advice
+    assert "/data/photo_shards holds encoded examples" in advice and "--store raw" in advice
 
 
 def test_a_cast_limit_far_below_its_limit_is_explained():

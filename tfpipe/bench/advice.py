@@ -51,11 +51,11 @@ _PREPARED_ADVICE = {
 
 # The same, where --data itself is a folder of records (shards `tfpipe prepare` wrote, or TFRecords).
 _RECORDS_ADVICE = {
-    "decode": "decoding every example in every epoch limits it: {data} holds encoded images, decoded again each "
-              "epoch; prepared from the image folder with `--store raw` (pixels with nothing left to decode) or a "
-              "smaller --max_side (a cheaper decode), the shards cost less per example",
-    "features": "computing the features limits it: {data} holds what the features are computed from each epoch; "
-                "prepared from the wav folder with --store log_mel, they are computed once",
+    "decode": "decoding every example in every epoch limits it: {data} holds encoded examples, decoded again each "
+              "epoch; prepared from the original files with `--store raw` (nothing left to decode) or a smaller "
+              "--max_side (a cheaper decode), the shards cost less per example",
+    "features": "computing the features limits it: {data} holds what the features are computed from, each epoch; "
+                "prepared from the original files with a --store that keeps the features, they are computed once",
 }
 
 
