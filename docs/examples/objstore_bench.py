@@ -75,7 +75,9 @@ def child(arm, work):
     if "read_ahead" in settings:
         formats.READ_AHEAD_BYTES = int(settings.pop("read_ahead"))
     pipe = tfpipe.PipelineConfig.optimized(batch_size=BATCH, seed=0)
-    pipe = dataclasses.replace(pipe, **{k: type(getattr(pipe, k))(v) for k, v in settings.items()})
+    typed = {k: (v.lower() == "true") if isinstance(getattr(pipe, k), bool) else type(getattr(pipe, k))(v)
+             for k, v in settings.items()}
+    pipe = dataclasses.replace(pipe, **typed)
     base = os.path.join(work, "local") if name.endswith("-local") else "s3://bench"
     if name.startswith("shards"):
         ds = tfpipe.build_dataset(f"{base}/shards", "train", pipe)
