@@ -56,3 +56,12 @@ def test_a_remote_path_keeps_its_scheme_in_errors(ram):
         tfpipe.build_dataset("ram://nowhere/data", "eval")
     with pytest.raises(DataError, match=rf"^{ram}/records/nothing-\*: no files match"):
         tfpipe.records(f"{ram}/records/nothing-*")
+
+
+def test_a_remote_tfds_folder_leaves_no_copy_of_its_metadata_behind(ram, tmp_path, monkeypatch):
+    # TFDS reads its metadata through a local copy (its path library knows no ram://): the copy is
+    # removed once the decoder is built, so every build does not leave a folder in the temp dir.
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    source = tfpipe.records(f"{ram}/tfds", split="test")
+    assert source.class_names == ("cat", "dog", "eel")  # read from the copy before it went
+    assert [p for p in os.listdir(tmp_path) if p.startswith("tfpipe-tfds-")] == []

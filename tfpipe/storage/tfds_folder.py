@@ -3,10 +3,12 @@ dataset_info.json, its supervised keys, and TFDS's own decoder when tensorflow-d
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
-from typing import Any, Callable, Optional
+import tempfile
+from typing import Any, Callable, Iterator, Optional
 
 from tfpipe.core import filesystem as fs
 from tfpipe.errors import DataError, listed
@@ -69,26 +71,28 @@ def _decoder(folder: str, label_key: Optional[str]) -> tuple[Optional[Callable[.
         import tensorflow_datasets as tfds
     except ImportError:
         return None, ()  # process= or spec= then parse; tfpipe.records says so when neither is given
-    features = tfds.builder_from_directory(_local_metadata(folder)).info.features
+    with _local_metadata(folder) as metadata:
+        features = tfds.builder_from_directory(metadata).info.features  # read whole here: the copy can go
     label = features[label_key] if label_key and label_key in features else None
     names = tuple(getattr(label, "names", ()) or ())
     return features.deserialize_example, names
 
 
-def _local_metadata(folder: str) -> str:
-    """`folder`, or for a remote one a local copy of its metadata (the .json and .txt files, a few KB).
+@contextlib.contextmanager
+def _local_metadata(folder: str) -> Iterator[str]:
+    """`folder`, or for a remote one a local copy of its metadata (the .json and .txt files, a few KB),
+    removed on exit.
 
     TFDS opens its folders with its own path library (etils), which knows gs:// and s3:// only
     through extra packages and ram:// not at all; its decoders need the metadata alone, while
     the records themselves are read by tfpipe's chain through tf.io.gfile.
     """
     if not fs.is_remote(folder):
-        return folder
-    import tempfile
-
-    copy = tempfile.mkdtemp(prefix="tfpipe-tfds-")
-    for name in fs.listdir(folder):
-        if name.endswith((".json", ".txt")):
-            with fs.open(fs.join(folder, name), "rb") as src, open(os.path.join(copy, name), "wb") as dst:
-                dst.write(src.read())
-    return copy
+        yield folder
+        return
+    with tempfile.TemporaryDirectory(prefix="tfpipe-tfds-") as copy:
+        for name in fs.listdir(folder):
+            if name.endswith((".json", ".txt")):
+                with fs.open(fs.join(folder, name), "rb") as src, open(os.path.join(copy, name), "wb") as dst:
+                    dst.write(src.read())
+        yield copy
