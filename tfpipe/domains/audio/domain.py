@@ -38,11 +38,10 @@ def wav_stage_fns(f: AudioConfig, head_reads: bool = True):
     vectorize no one-thread tf.data op copies each file's bytes: on 2 cores a per-file read map
     and its batch capped the chain at ~44k files/s, the batched read reached ~80k); it reads the
     bytes (the head only, for files far larger than the clip, when `head_reads`; without them no
-    per-file branch). decode first fails,
-    naming the file, when it no longer has the size and header the scan saw (truncated, replaced by
-    a stereo file, rewritten): the offsets would no longer point at its samples. decode and
-    featurize work on one example or on a whole batch (one fingerprint check, one decode_raw, one
-    STFT per batch); tfpipe.bench times them one by one.
+    per-file branch). decode first fails, naming the file, when it no longer has the size and
+    header the scan saw (truncated, replaced by a stereo file, rewritten): the offsets would no
+    longer point at its samples. decode and featurize work on one example or on a whole batch (one
+    fingerprint check, one decode_raw, one STFT per batch); tfpipe.bench times them one by one.
     """
 
     def read_one(file):
@@ -125,14 +124,14 @@ class AudioDomain(Domain):
         return (files.tf_paths(paths), tf.constant(layout.offsets, tf.int64), tf.constant(layout.sizes, tf.int64),
                 tf.constant(layout.file_sizes, tf.int64), fingerprints)
 
-    def stages(self, config: AudioConfig, mode: str, head_reads: bool = True, read_bytes: int = 0) -> list[Stage]:
+    def stages(self, config: AudioConfig, mode: str, head_reads: bool = True) -> list[Stage]:
         read, decode, featurize = wav_stage_fns(config, head_reads)
         python = config.backend == "librosa" and config.output == "log_mel"
         # read, decode (with its check) and features work on whole batches (one map_fn of reads,
         # one decode_raw and one STFT per batch) when every clip has one length; whole clips of
         # differing lengths are decoded one by one. A cache keeps what read gave, per file (plan).
         fixed = not config.whole_clips
-        return [Stage("read", read, batchable=True, fixed_shape=True, example_bytes=read_bytes),
+        return [Stage("read", read, batchable=True, fixed_shape=True),
                 Stage("decode", decode, batchable=fixed, fixed_shape=fixed),
                 Stage("features", featurize, batchable=fixed, python=python, fixed_shape=fixed)]
 
@@ -142,8 +141,7 @@ class AudioDomain(Domain):
         needed = [o + (s if config.whole_clips else min(s, 2 * config.num_samples))
                   for o, s in zip(layout.offsets, layout.sizes)]
         head_reads = any(size - n > _WHOLE_READ_SLACK for size, n in zip(layout.file_sizes, needed))
-        largest = max([n if head_reads else size for size, n in zip(layout.file_sizes, needed)] or [0])
-        return self._table(paths, layout), self.stages(config, mode, head_reads, largest)
+        return self._table(paths, layout), self.stages(config, mode, head_reads)
 
     def stores(self) -> tuple[str, ...]:
         return STORES
