@@ -170,24 +170,24 @@ def _looked_up(label: tf.Tensor, labels: Labels, names: Optional[tf.Tensor]) -> 
                          f"names in id order, e.g. the training source's class_names) to make them ids")
     equal = tf.equal(tf.expand_dims(label, -1), tf.constant(labels.class_names))
     ids = tf.argmax(tf.cast(equal, tf.int32), -1, output_type=tf.int64)
-    bad = tf.reshape(tf.logical_not(tf.reduce_any(equal, -1)), [-1])
-    where = tf.boolean_mask(tf.reshape(names, [-1]), bad) if names is not None else tf.constant([""])
-    check = tf.debugging.Assert(tf.logical_not(tf.reduce_any(bad)), [
-        where[:1], tf.boolean_mask(tf.reshape(label, [-1]), bad)[:1],
-        tf.constant(f"label is not one of class_names ({', '.join(labels.class_names[:12])})")])
-    with tf.control_dependencies([check]):
-        return tf.identity(ids)
+    return _checked(ids, tf.logical_not(tf.reduce_any(equal, -1)), label, names,
+                    f"label is not one of class_names ({', '.join(labels.class_names[:12])})")
 
 
 def _checked_below(label: tf.Tensor, count: int, names: Optional[tf.Tensor]) -> tf.Tensor:
     """Label ids below `count` (the pinned classes), or a failure naming the first record beyond."""
-    bad = tf.reshape(tf.logical_or(label < 0, label >= count), [-1])
+    return _checked(label, tf.logical_or(label < 0, label >= count), label, names,
+                    f"label id is not below the {count} class_names")
+
+
+def _checked(ids: tf.Tensor, bad: tf.Tensor, label: tf.Tensor, names: Optional[tf.Tensor], why: str) -> tf.Tensor:
+    """`ids`, once no label is `bad`; else a failure naming the first bad record (`names`), its label and why."""
+    bad = tf.reshape(bad, [-1])
     where = tf.boolean_mask(tf.reshape(names, [-1]), bad) if names is not None else tf.constant([""])
     check = tf.debugging.Assert(tf.logical_not(tf.reduce_any(bad)), [
-        where[:1], tf.boolean_mask(tf.reshape(label, [-1]), bad)[:1],
-        tf.constant(f"label id is not below the {count} class_names")])
+        where[:1], tf.boolean_mask(tf.reshape(label, [-1]), bad)[:1], tf.constant(why)])
     with tf.control_dependencies([check]):
-        return tf.identity(label)
+        return tf.identity(ids)
 
 
 def need_labels(labels: Labels, root: str) -> None:
