@@ -108,19 +108,17 @@ def stat(path: str) -> Stat:
 
 
 def exists(path: str) -> bool:
-    if not is_remote(path):
-        return os.path.exists(local(path))
-    try:
-        return _remote(path, gfile(path).exists, path)
-    except OSError:
-        return False
+    return os.path.exists(local(path)) if not is_remote(path) else _remote_yes(path, "exists")
 
 
 def isdir(path: str) -> bool:
-    if not is_remote(path):
-        return os.path.isdir(local(path))
+    return os.path.isdir(local(path)) if not is_remote(path) else _remote_yes(path, "isdir")
+
+
+def _remote_yes(path: str, question: str) -> bool:
+    """gfile.<question>(path); False where the store cannot answer (as os.path's questions do)."""
     try:
-        return _remote(path, gfile(path).isdir, path)
+        return _remote(path, getattr(gfile(path), question), path)
     except OSError:
         return False
 
